@@ -1,0 +1,2 @@
+//! Benchmark of the processor (filled with the processor).
+fn main() {}

@@ -1,0 +1,3 @@
+//! The one integration test binary of session-core.
+
+mod suite;

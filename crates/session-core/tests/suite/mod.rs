@@ -1,0 +1,1 @@
+//! Integration tests of session-core's public API, one module per area.
