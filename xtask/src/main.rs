@@ -1,1 +1,219 @@
-fn main() {}
+//! Project automation: `cargo xtask ci` runs the whole gate, `cargo xtask bench` the benchmarks.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+/// Crates that would give session-core IO, a runtime, a clock or randomness.
+const IMPURE_CRATES: &[&str] = &[
+    "tokio",
+    "async-std",
+    "smol",
+    "mio",
+    "socket2",
+    "libc",
+    "rand",
+    "rand_core",
+    "getrandom",
+    "fastrand",
+    "chrono",
+    "time",
+    "reqwest",
+    "hyper",
+    "sqlx",
+    "uuid",
+    "futures",
+    "tracing",
+    "async-trait",
+];
+
+/// Source patterns that mean session-core touches the outside world.
+const IMPURE_PATTERNS: &[&str] = &[
+    "std::fs",
+    "std::net",
+    "std::env",
+    "std::process",
+    "std::thread",
+    "SystemTime",
+    "Instant::",
+    "tokio::",
+    "std::io::stdin",
+    "std::io::stdout",
+    "println!",
+    "eprintln!",
+];
+
+/// Vendored copies of `../shared` data: (source under shared/, copy in the repository).
+const VENDORED: &[(&str, &str)] = &[
+    ("conformance", "crates/session-core/tests/conformance"),
+    ("fixtures/providers", "crates/session-llm/tests/fixtures/providers"),
+    ("data/models.json", "crates/session-llm/data/models.json"),
+];
+
+fn main() -> Result<()> {
+    let root = workspace_root()?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(&root),
+        Some("bench") => run(&root, "cargo", &["bench", "--workspace"], &[]),
+        Some("vendor-check") => check_vendored(&root),
+        Some("purity") => check_purity(&root),
+        _ => {
+            eprintln!("usage: cargo xtask <ci|bench|vendor-check|purity>");
+            bail!("unknown or missing command")
+        }
+    }
+}
+
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(Path::to_path_buf).context("xtask has no parent directory")
+}
+
+fn ci(root: &Path) -> Result<()> {
+    let started = Instant::now();
+    step("vendored data equals ../shared", || check_vendored(root))?;
+    step("session-core purity", || check_purity(root))?;
+    step("rustfmt", || run(root, "cargo", &["fmt", "--all", "--", "--check"], &[]))?;
+    step("clippy", || {
+        run(root, "cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], &[])
+    })?;
+    step("rustdoc", || {
+        run(root, "cargo", &["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])
+    })?;
+    step("tests", || run(root, "cargo", &["test", "--workspace", "--all-targets"], &[]))?;
+    step("doc tests", || run(root, "cargo", &["test", "--workspace", "--doc"], &[]))?;
+    eprintln!("xtask ci: all steps passed in {:.0?}", started.elapsed());
+    Ok(())
+}
+
+fn step(name: &str, action: impl FnOnce() -> Result<()>) -> Result<()> {
+    eprintln!("==> {name}");
+    let started = Instant::now();
+    action().with_context(|| format!("step failed: {name}"))?;
+    eprintln!("<== {name} ({:.1?})", started.elapsed());
+    Ok(())
+}
+
+fn run(root: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+    let mut command = Command::new(program);
+    command.args(args).current_dir(root);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let status = command.status().with_context(|| format!("cannot start {program}"))?;
+    if !status.success() {
+        bail!("{program} {} exited with {status}", args.join(" "));
+    }
+    Ok(())
+}
+
+fn check_vendored(root: &Path) -> Result<()> {
+    let shared = root.join("../shared");
+    if !shared.is_dir() {
+        eprintln!("../shared is absent: nothing to compare");
+        return Ok(());
+    }
+    let mut problems = Vec::new();
+    for (source, copy) in VENDORED {
+        let source = shared.join(source);
+        let copy = root.join(copy);
+        if !source.exists() {
+            continue;
+        }
+        if !copy.exists() {
+            // A copy appears with the issue that needs it; until then there is nothing to compare.
+            eprintln!("not vendored yet: {}", copy.display());
+            continue;
+        }
+        compare_paths(&source, &copy, &mut problems)?;
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        for problem in &problems {
+            eprintln!("  {problem}");
+        }
+        bail!("{} vendored file(s) differ from ../shared; copy them again", problems.len())
+    }
+}
+
+fn compare_paths(source: &Path, copy: &Path, problems: &mut Vec<String>) -> Result<()> {
+    if source.is_file() {
+        let a = std::fs::read(source).with_context(|| format!("read {}", source.display()))?;
+        match std::fs::read(copy) {
+            Ok(b) if a == b => {}
+            Ok(_) => problems.push(format!("differs: {}", copy.display())),
+            Err(_) => problems.push(format!("missing: {}", copy.display())),
+        }
+        return Ok(());
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for dir in [source, copy] {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for entry in entries {
+                names.insert(entry?.file_name());
+            }
+        }
+    }
+    for name in names {
+        let (a, b) = (source.join(&name), copy.join(&name));
+        if !a.exists() {
+            problems.push(format!("not in ../shared: {}", b.display()));
+        } else {
+            compare_paths(&a, &b, problems)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_purity(root: &Path) -> Result<()> {
+    let output = Command::new("cargo")
+        .args(["tree", "-p", "session-core", "-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .current_dir(root)
+        .output()
+        .context("cannot run cargo tree")?;
+    if !output.status.success() {
+        bail!("cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let tree = String::from_utf8_lossy(&output.stdout);
+    let mut problems: Vec<String> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| IMPURE_CRATES.contains(name))
+        .map(|name| format!("session-core depends on {name}"))
+        .collect();
+    problems.sort();
+    problems.dedup();
+    scan_sources(&root.join("crates/session-core/src"), &mut problems)?;
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        for problem in &problems {
+            eprintln!("  {problem}");
+        }
+        bail!("session-core must stay free of IO, clocks, randomness and runtimes")
+    }
+}
+
+fn scan_sources(dir: &Path, problems: &mut Vec<String>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            scan_sources(&path, problems)?;
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            let text = std::fs::read_to_string(&path)?;
+            for (number, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for pattern in IMPURE_PATTERNS {
+                    if code.contains(pattern) {
+                        problems.push(format!("{}:{}: uses {pattern}", path.display(), number + 1));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

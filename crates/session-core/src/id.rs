@@ -3,6 +3,7 @@
 //! Time and randomness come in as arguments, so generation is deterministic under test.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -55,15 +56,15 @@ pub trait Identifier: Sized {
 macro_rules! define_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal, $order:expr) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(String);
+        // Shared text: ids are cloned into every part and effect, so a clone must not allocate.
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(Arc<str>);
 
         impl Identifier for $name {
             const PREFIX: &'static str = $prefix;
             const ORDER: IdOrder = $order;
             fn from_validated(value: String) -> Self {
-                Self(value)
+                Self(value.into())
             }
             fn as_str(&self) -> &str {
                 &self.0
@@ -73,7 +74,7 @@ macro_rules! define_id {
         impl $name {
             /// Wraps a stored id without checking it (ids read back from storage or tests).
             pub fn new_unchecked(value: impl Into<String>) -> Self {
-                Self(value.into())
+                Self(value.into().into())
             }
             /// The id as a string slice.
             pub fn as_str(&self) -> &str {
@@ -90,6 +91,18 @@ macro_rules! define_id {
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map(|value| Self(value.into()))
             }
         }
     };
@@ -191,10 +204,7 @@ mod tests {
     #[test]
     fn parse_checks_the_prefix() {
         assert!(MessageId::parse("msg_abc").is_ok());
-        assert_eq!(
-            MessageId::parse("prt_abc"),
-            Err(IdError { value: "prt_abc".into(), expected: "msg_" })
-        );
+        assert_eq!(MessageId::parse("prt_abc"), Err(IdError { value: "prt_abc".into(), expected: "msg_" }));
         assert!(MessageId::parse("msg_").is_err());
     }
 }

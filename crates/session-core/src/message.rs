@@ -12,10 +12,6 @@ use crate::id::{MessageId, PartId, SessionId};
 /// A JSON object, as tool inputs and metadata are.
 pub type JsonObject = Map<String, Value>;
 
-fn is_false(value: &bool) -> bool {
-    !*value
-}
-
 /// Cache token counts of a step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheTokens {
@@ -273,7 +269,8 @@ impl ToolState {
     pub fn start(&mut self, input: JsonObject, now: u64) -> Result<(), TransitionError> {
         match self {
             Self::Pending { .. } => {
-                *self = Self::Running { input, title: None, metadata: None, time: RunningTime { start: now } };
+                *self =
+                    Self::Running { input, title: None, metadata: None, time: RunningTime { start: now } };
                 Ok(())
             }
             Self::Running { input: current, .. } => {
@@ -346,7 +343,9 @@ impl ToolState {
     /// "Tool execution aborted" marked `interrupted`, keeping input, raw and title.
     pub fn abort(&mut self, now: u64) -> Result<(), TransitionError> {
         let (input, raw, title, metadata, start) = match self {
-            Self::Pending { input, raw } => (std::mem::take(input), Some(std::mem::take(raw)), None, None, now),
+            Self::Pending { input, raw } => {
+                (std::mem::take(input), Some(std::mem::take(raw)), None, None, now)
+            }
             Self::Running { input, title, metadata, time } => {
                 (std::mem::take(input), None, title.take(), metadata.take(), time.start)
             }
@@ -422,7 +421,7 @@ pub struct StepFinishPart {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
     /// Cost of this step in US dollars.
-    #[serde(with = "rust_decimal::serde::float")]
+    #[serde(with = "crate::usage::price")]
     pub cost: Decimal,
     /// Tokens of this step.
     pub tokens: TokenUsage,
@@ -737,7 +736,7 @@ pub struct AssistantMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<bool>,
     /// Accumulated cost of all steps in US dollars.
-    #[serde(with = "rust_decimal::serde::float")]
+    #[serde(with = "crate::usage::price")]
     pub cost: Decimal,
     /// Tokens of the last step.
     pub tokens: TokenUsage,

@@ -51,7 +51,9 @@ impl Report {
 pub fn json_equal(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_equal(x, y)),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_equal(x, y))
+        }
         (Value::Object(a), Value::Object(b)) => {
             a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| json_equal(v, w)))
         }
@@ -89,9 +91,10 @@ fn main() -> ExitCode {
     for path in files {
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let mut report = Report { file: stem.clone(), passed: 0, failed: 0 };
-        let doc: Value = match std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|text| {
-            serde_json::from_str(&text).map_err(|e| e.to_string())
-        }) {
+        let doc: Value = match std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+        {
             Ok(doc) => doc,
             Err(error) => {
                 report.record("<file>", Err(format!("unreadable: {error}")));
