@@ -83,9 +83,69 @@ fn ci(root: &Path) -> Result<()> {
     step("rustdoc", || {
         run(root, "cargo", &["doc", "--workspace", "--no-deps"], &[("RUSTDOCFLAGS", "-D warnings")])
     })?;
-    step("tests", || run(root, "cargo", &["test", "--workspace", "--all-targets"], &[]))?;
-    step("doc tests", || run(root, "cargo", &["test", "--workspace", "--doc"], &[]))?;
+    let mut totals = TestTotals::default();
+    step("tests", || run_tests(root, &mut totals))?;
     eprintln!("xtask ci: all steps passed in {:.0?}", started.elapsed());
+    // The closing line CI reads: every test binary and the conformance runner, summed.
+    println!("xtask ci: {} passed, {} failed", totals.passed, totals.failed);
+    Ok(())
+}
+
+/// Test counts summed over every `test result:` and `conformance:` line.
+#[derive(Debug, Default)]
+struct TestTotals {
+    passed: u64,
+    failed: u64,
+}
+
+impl TestTotals {
+    fn add_line(&mut self, line: &str) {
+        let counts = if let Some(rest) = line.strip_prefix("test result: ") {
+            rest
+        } else if let Some(rest) = line.strip_prefix("conformance: ") {
+            rest
+        } else {
+            return;
+        };
+        for piece in counts.split([';', ',', '.']) {
+            let mut words = piece.split_whitespace();
+            if let (Some(number), Some(label)) = (words.next(), words.next())
+                && let Ok(number) = number.parse::<u64>()
+            {
+                match label {
+                    "passed" => self.passed += number,
+                    "failed" => self.failed += number,
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// Runs the whole test suite (unit, integration, conformance and doc tests), echoing its
+/// output and counting results.
+fn run_tests(root: &Path, totals: &mut TestTotals) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new("cargo")
+        .args(["test", "--workspace"])
+        .current_dir(root)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("cannot start cargo test")?;
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.context("read cargo test output")?;
+            println!("{line}");
+            totals.add_line(&line);
+        }
+    }
+    let status = child.wait().context("wait for cargo test")?;
+    if !status.success() {
+        bail!("cargo test exited with {status}");
+    }
+    if totals.passed == 0 {
+        bail!("no test ran");
+    }
     Ok(())
 }
 
@@ -216,4 +276,23 @@ fn scan_sources(dir: &Path, problems: &mut Vec<String>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TestTotals;
+
+    #[test]
+    fn totals_sum_test_binaries_and_conformance() {
+        let mut totals = TestTotals::default();
+        for line in [
+            "test result: ok. 35 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.03s",
+            "conformance: 269 passed, 2 failed",
+            "test result: FAILED. 3 passed; 1 failed; 0 ignored",
+            "running 35 tests",
+        ] {
+            totals.add_line(line);
+        }
+        assert_eq!((totals.passed, totals.failed), (307, 3));
+    }
 }
