@@ -20,15 +20,18 @@ pub const DOOM_LOOP_PERMISSION: &str = "doom_loop";
 pub fn check(parts: &[Part], call_name: &str, normalized_input: &JsonObject) -> Option<PermissionRequest> {
     let start = parts.len().checked_sub(DOOM_LOOP_THRESHOLD)?;
     let last = parts.get(start..)?;
+    let candidates = last.iter().all(|part| {
+        part.as_tool()
+            .is_some_and(|tool| tool.tool == call_name && tool.state.status() != ToolStatus::Pending)
+    });
+    // The cheap checks first: serializing inputs is the costly part and rarely needed.
+    if !candidates {
+        return None;
+    }
     // OpenCode compares JSON.stringify texts, so key order matters and 1.0 equals 1.
     let wanted = stringify_object(normalized_input);
-    let looping = last.iter().all(|part| {
-        part.as_tool().is_some_and(|tool| {
-            tool.tool == call_name
-                && tool.state.status() != ToolStatus::Pending
-                && stringify_object(tool.state.input()) == wanted
-        })
-    });
+    let looping =
+        last.iter().filter_map(Part::as_tool).all(|tool| stringify_object(tool.state.input()) == wanted);
     looping.then(|| doom_loop_request(call_name, normalized_input))
 }
 

@@ -71,7 +71,8 @@ pub enum SnapshotPurpose {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Persist this part and publish `message.part.updated`.
-    UpsertPart(Part),
+    // Boxed: most effects are small deltas, and the queue moves every effect by value.
+    UpsertPart(Box<Part>),
     /// Publish `message.part.delta` (not persisted per delta).
     PartDelta {
         /// The message of the part.
@@ -84,7 +85,7 @@ pub enum Effect {
         delta: String,
     },
     /// Persist the assistant message and publish `message.updated`.
-    UpsertMessage(AssistantMessage),
+    UpsertMessage(Box<AssistantMessage>),
     /// Track a working-tree snapshot; answer with [`Input::Snapshot`].
     TakeSnapshot(SnapshotPurpose),
     /// List files changed since `hash`; answer with [`Input::Patch`].
@@ -715,7 +716,7 @@ impl Processor {
             now,
         );
         self.upsert(index);
-        self.effects.push_back(Effect::UpsertMessage(self.message.clone()));
+        self.effects.push_back(Effect::UpsertMessage(Box::new(self.message.clone())));
         if let Some(hash) = self.snapshot.clone() {
             self.phase = Phase::AwaitStepPatch;
             self.effects.push_back(Effect::ComputePatch { hash });
@@ -820,7 +821,7 @@ impl Processor {
             }
         }
         self.message.time.completed = Some(now);
-        self.effects.push_back(Effect::UpsertMessage(self.message.clone()));
+        self.effects.push_back(Effect::UpsertMessage(Box::new(self.message.clone())));
         let outcome = if self.needs_compaction {
             Outcome::Compact
         } else if self.blocked || self.message.error.is_some() {
@@ -895,7 +896,7 @@ impl Processor {
     }
 
     fn upsert(&mut self, index: usize) {
-        self.effects.push_back(Effect::UpsertPart(self.parts[index].clone()));
+        self.effects.push_back(Effect::UpsertPart(Box::new(self.parts[index].clone())));
     }
 
     fn delta(&mut self, index: usize, delta: String) {
