@@ -1,0 +1,105 @@
+//! The one error type of configuration loading, and the warning for unknown keys.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A config file exists but could not be read.
+    #[error("{}: cannot read the file: {source}", path.display())]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: io::Error,
+    },
+    /// The file named by `SESSION_CONFIG` does not exist.
+    #[error("{}: the config file named by SESSION_CONFIG does not exist", path.display())]
+    MissingExplicit {
+        /// The path as resolved.
+        path: PathBuf,
+    },
+    /// A `{file:...}` substitution names a file that cannot be read.
+    #[error("{}: bad file reference: \"{token}\" {}", path.display(), describe_io(resolved, source))]
+    FileReference {
+        /// The config file holding the reference.
+        path: PathBuf,
+        /// The reference as written, `{file:...}`.
+        token: String,
+        /// The file it names, resolved against the config file's directory or home.
+        resolved: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: io::Error,
+    },
+    /// The text is not JSONC.
+    #[error("{}: {message} at line {line}, column {column}", path.display())]
+    Parse {
+        /// The config file.
+        path: PathBuf,
+        /// 1-based line of the error (after substitutions).
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What the parser expected or found.
+        message: String,
+    },
+    /// A value has the wrong type or an impossible value.
+    #[error("{}: {}: expected {expected}, found {found}", path.display(), display_key(key))]
+    WrongType {
+        /// The config file (or a pseudo path for values built in code).
+        path: PathBuf,
+        /// Dot-separated key path, for example `agent.build.steps`; empty for the whole file.
+        key: String,
+        /// What the key accepts.
+        expected: String,
+        /// What the file holds there.
+        found: String,
+    },
+    /// `provider.<id>.npm` names a package that no adapter speaks.
+    #[error(
+        "provider {provider:?}: unsupported provider package {package:?} (supported: {})",
+        supported_packages()
+    )]
+    UnsupportedProviderPackage {
+        /// The provider id.
+        provider: String,
+        /// The configured `npm` package.
+        package: String,
+    },
+}
+
+fn describe_io(resolved: &Path, source: &io::Error) -> String {
+    // OpenCode's wording for a missing file, the system's for anything else.
+    if source.kind() == io::ErrorKind::NotFound {
+        format!("{} does not exist", resolved.display())
+    } else {
+        format!("{}: {source}", resolved.display())
+    }
+}
+
+fn supported_packages() -> String {
+    super::api_kind::SUPPORTED_PACKAGES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+}
+
+fn display_key(key: &str) -> &str {
+    if key.is_empty() { "the whole file" } else { key }
+}
+
+/// A key that no layer of the schema knows: reported once per file and key, never fatal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConfigWarning {
+    /// The config file that holds the key.
+    pub path: PathBuf,
+    /// Dot-separated key path, for example `provider.openai.foo`.
+    pub key: String,
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: unknown key {}", self.path.display(), self.key)
+    }
+}

@@ -1,0 +1,110 @@
+//! Loading: read, substitute, parse and check each layer, then merge them into one [`Config`].
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::ParseOptions;
+use serde_json::Value;
+
+use super::check::{check_layer, type_error_merged};
+use super::discover::ConfigSources;
+use super::error::{ConfigError, ConfigWarning};
+use super::merge::merge;
+use super::substitute::{Resolver, substitute};
+use super::types::Config;
+
+/// One checked layer: a file's JSON after substitution and normalisation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigLayer {
+    /// Where the layer came from (a file, or a name chosen by an embedder).
+    pub path: PathBuf,
+    /// The layer's JSON, keys in written order.
+    pub value: Value,
+    /// Unknown keys of this layer.
+    pub warnings: Vec<ConfigWarning>,
+}
+
+impl ConfigLayer {
+    /// Checks a layer built in code; `path` names it in errors and warnings.
+    pub fn from_value(path: impl Into<PathBuf>, mut value: Value) -> Result<Self, ConfigError> {
+        let path = path.into();
+        let warnings = check_layer(&mut value, &path)?;
+        Ok(Self { path, value, warnings })
+    }
+}
+
+/// The merged configuration and every warning of its layers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedConfig {
+    /// The typed configuration.
+    pub config: Config,
+    /// Unknown keys, one per file and key, in load order.
+    pub warnings: Vec<ConfigWarning>,
+    /// The files that were loaded, lowest layer first.
+    pub files: Vec<PathBuf>,
+}
+
+/// Parses the text of the config file at `path`: substitutions, JSONC, checks.
+pub fn parse_layer(text: &str, path: &Path, resolver: &dyn Resolver) -> Result<ConfigLayer, ConfigError> {
+    let text = substitute(text, path, resolver)?;
+    let value = parse_jsonc(&text, path)?;
+    ConfigLayer::from_value(path, value)
+}
+
+/// Loads every file of `sources` through `resolver` and merges them, lowest layer first.
+pub fn load(sources: &ConfigSources, resolver: &dyn Resolver) -> Result<LoadedConfig, ConfigError> {
+    let mut layers = Vec::new();
+    for path in sources.files() {
+        let explicit = sources.explicit.as_deref() == Some(path);
+        let text = match resolver.read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == io::ErrorKind::NotFound && explicit => {
+                return Err(ConfigError::MissingExplicit { path: path.to_path_buf() });
+            }
+            // A discovered file that vanished since discovery configures nothing.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
+        };
+        layers.push(parse_layer(&text, path, resolver)?);
+    }
+    combine(layers)
+}
+
+/// Merges checked layers, lowest first, into the typed configuration.
+pub fn combine(layers: Vec<ConfigLayer>) -> Result<LoadedConfig, ConfigError> {
+    let mut merged = Value::Object(serde_json::Map::new());
+    let mut warnings = Vec::new();
+    let mut files = Vec::new();
+    for layer in layers {
+        merged = merge(merged, layer.value);
+        warnings.extend(layer.warnings);
+        files.push(layer.path);
+    }
+    // Each layer passed the checks and merging keeps every value where a layer had it, so this
+    // cannot fail in practice; an error still names the merged result rather than panicking.
+    let config =
+        serde_path_to_error::deserialize(&merged).map_err(|error| type_error_merged(&merged, &error))?;
+    Ok(LoadedConfig { config, warnings, files })
+}
+
+fn parse_jsonc(text: &str, path: &Path) -> Result<Value, ConfigError> {
+    // JSONC as OpenCode reads it: JSON plus comments and trailing commas, nothing looser.
+    let options = ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    jsonc_parser::parse_to_serde_value::<Value>(text, &options).map_err(|error| ConfigError::Parse {
+        path: path.to_path_buf(),
+        line: error.line_display(),
+        column: error.column_display(),
+        message: error.kind().to_string(),
+    })
+}

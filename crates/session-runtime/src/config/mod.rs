@@ -1,0 +1,48 @@
+//! Configuration: OpenCode's config keys, read from layered JSONC files.
+//!
+//! An OpenCode user's `opencode.json` works here under the name `session.json`: the keys are
+//! OpenCode's wherever both have the concept (`model`, `provider`, `permission`, `agent`,
+//! `compaction`, ...). OpenCode keys this runtime does not implement are accepted silently;
+//! truly unknown keys give a [`ConfigWarning`]; a wrong type is a [`ConfigError`] naming the
+//! file, the key path, what was expected and what was found.
+//!
+//! Nothing here reads the process environment: the binary reads `HOME`, `SESSION_CONFIG` and
+//! the variables for `{env:VAR}` and hands them in ([`discover`], [`FsResolver`]).
+//!
+//! ```no_run
+//! use std::path::{Path, PathBuf};
+//! use session_runtime::{FsResolver, discover, load};
+//!
+//! # fn main() -> Result<(), session_runtime::ConfigError> {
+//! let home = PathBuf::from("/home/me");
+//! let sources = discover(Path::new("/home/me/project/src"), Some(&home), None);
+//! let resolver = FsResolver::new([("OPENAI_API_KEY".to_owned(), "sk-...".to_owned())], Some(home));
+//! let loaded = load(&sources, &resolver)?;
+//! for warning in &loaded.warnings {
+//!     eprintln!("warning: {warning}");
+//! }
+//! let model = loaded.config.model.as_deref().unwrap_or("openai/gpt-4.1");
+//! # let _ = model;
+//! # Ok(())
+//! # }
+//! ```
+
+mod api_kind;
+mod check;
+mod discover;
+mod error;
+mod load;
+mod merge;
+mod substitute;
+mod types;
+
+pub use api_kind::{ApiKind, SUPPORTED_PACKAGES, api_kind};
+pub use discover::{ConfigSources, discover, user_config_dir};
+pub use error::{ConfigError, ConfigWarning};
+pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
+pub use merge::merge;
+pub use substitute::{FsResolver, Resolver, substitute};
+pub use types::{
+    AgentConfig, AgentMode, Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,
+    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, TierConfig, Timeout,
+};

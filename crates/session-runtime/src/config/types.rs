@@ -1,0 +1,542 @@
+//! The typed configuration: OpenCode's keys wherever both have the concept.
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+use indexmap::IndexMap;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+use session_core::{CompactionConfig, ModelCost, ModelLimit, RetryConfig, Ruleset, rules_from_config};
+
+use super::api_kind::{ApiKind, api_kind};
+use super::error::ConfigError;
+
+/// The whole configuration, after layering.
+///
+/// Every field is optional: an empty file is a valid configuration, and defaults are decided
+/// where the value is used (for example snapshots are on unless `snapshot` is `false`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct Config {
+    /// The model to use, `provider/model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The model for small tasks such as titles, `provider/model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub small_model: Option<String>,
+    /// Providers by id: catalog overrides and custom endpoints.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub provider: IndexMap<String, ProviderConfig>,
+    /// Permission rules as written (an action string or an object), in written order.
+    ///
+    /// Kept as JSON so that [`session_core::rules_from_config`] sees the keys in order; use
+    /// [`Config::permission_rules`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission: Option<Value>,
+    /// Agents by name: overrides of the built-in agents and new ones.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub agent: IndexMap<String, AgentConfig>,
+    /// Compaction settings (SPEC 6 and 10).
+    #[serde(skip_serializing_if = "is_default")]
+    pub compaction: CompactionConfig,
+    /// `false` turns off working-tree snapshots; unset means on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<bool>,
+    /// Experimental switches.
+    #[serde(skip_serializing_if = "is_default")]
+    pub experimental: ExperimentalConfig,
+    /// A PostgreSQL URL; unset means the embedded SQLite file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+}
+
+impl Config {
+    /// The top-level permission rules in written order (empty when unset).
+    ///
+    /// With `home`, patterns starting `~/`, `~` or `$HOME` are expanded.
+    pub fn permission_rules(&self, home: Option<&str>) -> Result<Ruleset, ConfigError> {
+        permission_rules(self.permission.as_ref(), "permission", home)
+    }
+
+    /// Whether working-tree snapshots are taken (anything but an explicit `false`).
+    pub fn snapshot_enabled(&self) -> bool {
+        self.snapshot != Some(false)
+    }
+
+    /// Whether the loop goes on after a denied tool call (`experimental.continue_loop_on_deny`).
+    pub fn continue_loop_on_deny(&self) -> bool {
+        self.experimental.continue_loop_on_deny == Some(true)
+    }
+}
+
+/// `experimental` switches that this runtime reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ExperimentalConfig {
+    /// `true` keeps the agent loop going when a tool call is denied; unset means it halts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continue_loop_on_deny: Option<bool>,
+}
+
+/// `provider.<id>`: how to reach a provider and what its models are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ProviderConfig {
+    /// The AI SDK package OpenCode would load; it picks the wire API ([`ProviderConfig::api_kind`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub npm: Option<String>,
+    /// Display name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Base URL as models.dev states it; `options.baseURL` wins over it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// Environment variables that may hold the API key, in order (read by the binary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<String>>,
+    /// Connection options.
+    #[serde(skip_serializing_if = "is_default")]
+    pub options: ProviderOptions,
+    /// Models by id: additions to the catalog and overrides of its entries.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub models: IndexMap<String, ModelConfig>,
+}
+
+impl ProviderConfig {
+    /// The wire API named by `npm`; `None` when `npm` is unset (the catalog then decides).
+    pub fn api_kind(&self, provider: &str) -> Result<Option<ApiKind>, ConfigError> {
+        self.npm.as_deref().map(|package| api_kind(provider, package)).transpose()
+    }
+
+    /// The base URL: `options.baseURL`, else `api`.
+    pub fn base_url(&self) -> Option<&str> {
+        self.options.base_url.as_deref().or(self.api.as_deref())
+    }
+}
+
+/// `provider.<id>.options`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ProviderOptions {
+    /// The endpoint, for example `http://127.0.0.1:11434/v1`.
+    #[serde(rename = "baseURL", skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The API key (often `{env:VAR}` or `{file:path}`).
+    #[serde(rename = "apiKey", skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// The provider's retry policy (SPEC 7.3); its mere presence changes the retry rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryConfig>,
+    /// Timeout of a whole request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Timeout>,
+    /// Timeout until the response headers arrive.
+    #[serde(rename = "headerTimeout", skip_serializing_if = "Option::is_none")]
+    pub header_timeout: Option<Timeout>,
+    /// Timeout between two streamed chunks.
+    #[serde(rename = "chunkTimeout", skip_serializing_if = "Option::is_none")]
+    pub chunk_timeout: Option<Timeout>,
+    /// Every other option, as written: OpenCode hands them to the SDK, so any key is valid.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A timeout option: milliseconds, or `false` for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+    /// Give up after this many milliseconds.
+    Millis(u64),
+    /// Never time out.
+    Disabled,
+}
+
+impl Serialize for Timeout {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Timeout::Millis(ms) => serializer.serialize_u64(*ms),
+            Timeout::Disabled => serializer.serialize_bool(false),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Timeout {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TimeoutVisitor;
+
+        impl Visitor<'_> for TimeoutVisitor {
+            type Value = Timeout;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a positive number of milliseconds or false")
+            }
+
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Timeout, E> {
+                if v { Err(E::invalid_value(de::Unexpected::Bool(v), &self)) } else { Ok(Timeout::Disabled) }
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Timeout, E> {
+                if v == 0 {
+                    Err(E::invalid_value(de::Unexpected::Unsigned(v), &self))
+                } else {
+                    Ok(Timeout::Millis(v))
+                }
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Timeout, E> {
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(E::invalid_value(de::Unexpected::Signed(v), &self)),
+                }
+            }
+        }
+
+        deserializer.deserialize_any(TimeoutVisitor)
+    }
+}
+
+/// `provider.<id>.models.<id>`: a model in models.dev's shape; every field is optional so that
+/// an entry can override single fields of the catalog's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ModelConfig {
+    /// The id sent to the API, when it differs from the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Display name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Token limits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<ModelLimitConfig>,
+    /// Prices in USD per million tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<ModelCostConfig>,
+    /// Whether the model accepts file attachments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<bool>,
+    /// Whether the model reasons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<bool>,
+    /// Whether the model accepts a temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<bool>,
+    /// Whether the model calls tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<bool>,
+    /// Provider options sent with requests for this model.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub options: Map<String, Value>,
+    /// Extra HTTP headers for this model.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+}
+
+/// `limit` of a configured model; unset fields keep the catalog's value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ModelLimitConfig {
+    /// Context window in tokens; 0 disables compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<u64>,
+    /// Separate input limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<u64>,
+    /// Maximum output tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<u64>,
+}
+
+impl ModelLimitConfig {
+    /// These limits over `base` (the catalog's), field by field; without a base, unset means 0.
+    pub fn resolve(&self, base: Option<&ModelLimit>) -> ModelLimit {
+        let base = base.copied().unwrap_or_default();
+        ModelLimit {
+            context: self.context.unwrap_or(base.context),
+            input: self.input.or(base.input),
+            output: self.output.unwrap_or(base.output),
+        }
+    }
+}
+
+/// `cost` of a configured model, in models.dev's shape; unset fields keep the catalog's value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ModelCostConfig {
+    /// Price of an input token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<f64>,
+    /// Price of an output token (reasoning is billed at this rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<f64>,
+    /// Price of a token read from the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Price of a token written to the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+    /// Prices above context sizes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<Vec<CostTierConfig>>,
+    /// Prices above 200K input tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_over_200k: Option<PricesConfig>,
+}
+
+/// One set of prices in models.dev's shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct PricesConfig {
+    /// Price of an input token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<f64>,
+    /// Price of an output token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<f64>,
+    /// Price of a token read from the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Price of a token written to the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+/// One price tier in models.dev's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(expecting = "an object")]
+pub struct CostTierConfig {
+    /// When the tier applies.
+    pub tier: TierConfig,
+    /// Price of an input token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<f64>,
+    /// Price of an output token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<f64>,
+    /// Price of a token read from the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Price of a token written to the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+/// The condition of a price tier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(expecting = "an object")]
+pub struct TierConfig {
+    /// The tier applies above this many input tokens.
+    pub size: u64,
+    /// The tier type; unset means a context tier.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
+impl ModelCostConfig {
+    /// These prices over `base` (the catalog's), field by field; without a base, unset means 0.
+    ///
+    /// Fails only for a price that no decimal can hold.
+    pub fn resolve(&self, base: Option<&ModelCost>) -> Result<ModelCost, serde_json::Error> {
+        // The catalog's shape goes through session-core's own mapping, so prices are read the
+        // same way as the embedded catalog's.
+        let configured = ModelCost::from_catalog(&self.to_catalog_json())?;
+        let mut cost = base.cloned().unwrap_or_default();
+        if self.input.is_some() {
+            cost.input = configured.input;
+        }
+        if self.output.is_some() {
+            cost.output = configured.output;
+        }
+        if self.cache_read.is_some() {
+            cost.cache.read = configured.cache.read;
+        }
+        if self.cache_write.is_some() {
+            cost.cache.write = configured.cache.write;
+        }
+        if self.tiers.is_some() {
+            cost.tiers = configured.tiers;
+        }
+        if self.context_over_200k.is_some() {
+            cost.experimental_over_200k = configured.experimental_over_200k;
+        }
+        Ok(cost)
+    }
+
+    fn to_catalog_json(&self) -> Value {
+        let mut object = prices_json(self.input, self.output, self.cache_read, self.cache_write);
+        if let Some(tiers) = &self.tiers {
+            let tiers = tiers
+                .iter()
+                .map(|t| {
+                    let mut tier = prices_json(t.input, t.output, t.cache_read, t.cache_write);
+                    let mut bound = Map::new();
+                    bound.insert("size".to_owned(), Value::from(t.tier.size));
+                    if let Some(kind) = &t.tier.kind {
+                        bound.insert("type".to_owned(), Value::from(kind.as_str()));
+                    }
+                    tier.insert("tier".to_owned(), Value::Object(bound));
+                    Value::Object(tier)
+                })
+                .collect();
+            object.insert("tiers".to_owned(), Value::Array(tiers));
+        }
+        if let Some(over) = &self.context_over_200k {
+            let prices = prices_json(over.input, over.output, over.cache_read, over.cache_write);
+            object.insert("context_over_200k".to_owned(), Value::Object(prices));
+        }
+        Value::Object(object)
+    }
+}
+
+fn prices_json(
+    input: Option<f64>,
+    output: Option<f64>,
+    read: Option<f64>,
+    write: Option<f64>,
+) -> Map<String, Value> {
+    let mut object = Map::new();
+    for (key, price) in [("input", input), ("output", output), ("cache_read", read), ("cache_write", write)] {
+        // JSON numbers are finite, so `from` never yields null here.
+        if let Some(price) = price {
+            object.insert(key.to_owned(), Value::from(price));
+        }
+    }
+    object
+}
+
+/// `agent.<name>`: an override of a built-in agent or a new agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct AgentConfig {
+    /// The agent's model, `provider/model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The system prompt (often `{file:path}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// When to use the agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Where the agent may be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<AgentMode>,
+    /// `true` removes the agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disable: Option<bool>,
+    /// The most loop steps before the agent must answer in text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<NonZeroU32>,
+    /// Deprecated spelling of `steps`; loading moves it into `steps` when that is unset.
+    #[serde(rename = "maxSteps", skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<NonZeroU32>,
+    /// The agent's permission rules as written, appended after the top-level ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission: Option<Value>,
+    /// Provider options for this agent's requests; OpenCode also moves unknown agent keys here.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub options: Map<String, Value>,
+}
+
+impl AgentConfig {
+    /// The step limit: `steps`, else the deprecated `maxSteps`.
+    pub fn step_limit(&self) -> Option<NonZeroU32> {
+        self.steps.or(self.max_steps)
+    }
+
+    /// The agent's permission rules in written order (empty when unset).
+    pub fn permission_rules(&self, home: Option<&str>) -> Result<Ruleset, ConfigError> {
+        permission_rules(self.permission.as_ref(), "permission", home)
+    }
+}
+
+/// Where an agent may be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentMode {
+    /// Only as a subagent, through the task tool.
+    Subagent,
+    /// Only as the session's main agent.
+    Primary,
+    /// Both.
+    All,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// What errors name for values that did not come from a checked file.
+const IN_CODE: &str = "<config>";
+
+fn permission_rules(value: Option<&Value>, key: &str, home: Option<&str>) -> Result<Ruleset, ConfigError> {
+    match value {
+        None | Some(Value::Null) => Ok(Ruleset::new()),
+        Some(value) => rules_from_config(value, home).map_err(|error| {
+            super::check::permission_error(std::path::Path::new(IN_CODE), key, value, &error)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn limits_override_the_catalog_field_by_field() {
+        let catalog = ModelLimit { context: 200_000, input: Some(180_000), output: 64_000 };
+        let config = ModelLimitConfig { context: None, input: None, output: Some(8_192) };
+        assert_eq!(
+            config.resolve(Some(&catalog)),
+            ModelLimit { context: 200_000, input: Some(180_000), output: 8_192 }
+        );
+        assert_eq!(config.resolve(None), ModelLimit { context: 0, input: None, output: 8_192 });
+    }
+
+    #[test]
+    fn unset_prices_keep_the_catalogs() {
+        let catalog = ModelCost::from_catalog(&json!({"input": 3, "output": 15, "cache_read": 0.3})).unwrap();
+        let config = ModelCostConfig { output: Some(10.0), ..ModelCostConfig::default() };
+        let expected =
+            ModelCost::from_catalog(&json!({"input": 3, "output": 10, "cache_read": 0.3})).unwrap();
+        assert_eq!(config.resolve(Some(&catalog)).unwrap(), expected);
+    }
+
+    #[test]
+    fn timeouts_are_milliseconds_or_false() {
+        assert_eq!(serde_json::from_value::<Timeout>(json!(1500)).unwrap(), Timeout::Millis(1500));
+        assert_eq!(serde_json::from_value::<Timeout>(json!(false)).unwrap(), Timeout::Disabled);
+        for bad in [json!(true), json!(0), json!(-5), json!("1s")] {
+            assert!(serde_json::from_value::<Timeout>(bad.clone()).is_err(), "{bad}");
+        }
+        assert_eq!(serde_json::to_value(Timeout::Disabled).unwrap(), json!(false));
+    }
+
+    #[test]
+    fn the_step_limit_falls_back_to_the_deprecated_spelling() {
+        let agent = AgentConfig { max_steps: NonZeroU32::new(9), ..AgentConfig::default() };
+        assert_eq!(agent.step_limit(), NonZeroU32::new(9));
+        let agent = AgentConfig { steps: NonZeroU32::new(4), ..agent };
+        assert_eq!(agent.step_limit(), NonZeroU32::new(4));
+    }
+
+    #[test]
+    fn the_base_url_prefers_options_over_the_catalog_api() {
+        let mut provider =
+            ProviderConfig { api: Some("https://api.example/v1".to_owned()), ..ProviderConfig::default() };
+        assert_eq!(provider.base_url(), Some("https://api.example/v1"));
+        provider.options.base_url = Some("http://127.0.0.1:8080/v1".to_owned());
+        assert_eq!(provider.base_url(), Some("http://127.0.0.1:8080/v1"));
+    }
+}
