@@ -1,0 +1,3 @@
+//! Tests of the command's library half.
+
+mod replay;

@@ -1,0 +1,498 @@
+//! The Google Gemini `streamGenerateContent?alt=sse` stream parser.
+//!
+//! Gemini sends no `[DONE]`: a candidate's `finishReason` marks the proper end, and the step is
+//! finished when the body ends (usage may still follow). `usageMetadata` is cumulative, so the
+//! last non-empty one wins. Function calls carry no ids, so ids are made from the response id
+//! and a counter: deterministic, and unique across responses. Vertex may stream a call's
+//! arguments as `partialArgs` fragments, each addressed by a JSON path.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use session_core::{FinishReason, LlmEvent, ProviderMetadata, ToolResultKind, ToolResultValue, Usage};
+
+use crate::common::{BlockKind, Blocks, count, metadata, non_empty, parse_event};
+use crate::decode::StreamParser;
+use crate::error::{LlmError, stream_error};
+use crate::sse::SseEvent;
+
+/// The longest array a partial-argument path may create, so that input cannot make the
+/// parser allocate without bound.
+const MAX_PATH_INDEX: usize = 4096;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Chunk {
+    #[serde(default)]
+    candidates: Option<Vec<Candidate>>,
+    #[serde(default)]
+    usage_metadata: Option<UsageMetadata>,
+    #[serde(default)]
+    prompt_feedback: Option<PromptFeedback>,
+    #[serde(default)]
+    response_id: Option<String>,
+    #[serde(default)]
+    error: Option<GeminiError>,
+}
+
+#[derive(Deserialize)]
+struct GeminiError {
+    #[serde(default, deserialize_with = "count")]
+    code: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptFeedback {
+    #[serde(default)]
+    block_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Content {
+    #[serde(default)]
+    parts: Option<Vec<Part>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Part {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thought: Option<bool>,
+    #[serde(default)]
+    thought_signature: Option<String>,
+    #[serde(default)]
+    function_call: Option<FunctionCall>,
+    #[serde(default)]
+    executable_code: Option<Value>,
+    #[serde(default)]
+    code_execution_result: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FunctionCall {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    args: Option<Value>,
+    #[serde(default)]
+    partial_args: Option<Vec<PartialArg>>,
+    #[serde(default)]
+    will_continue: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartialArg {
+    #[serde(default)]
+    json_path: Option<String>,
+    #[serde(default)]
+    string_value: Option<String>,
+    #[serde(default)]
+    number_value: Option<serde_json::Number>,
+    #[serde(default)]
+    bool_value: Option<bool>,
+    #[serde(default)]
+    null_value: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageMetadata {
+    #[serde(default, deserialize_with = "count")]
+    prompt_token_count: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    candidates_token_count: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    thoughts_token_count: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    tool_use_prompt_token_count: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    cached_content_token_count: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    total_token_count: Option<i64>,
+}
+
+impl UsageMetadata {
+    /// Gemini's prompt count includes cached content; its candidates count excludes thoughts.
+    fn to_usage(&self) -> Usage {
+        let input = match (self.prompt_token_count, self.tool_use_prompt_token_count) {
+            (None, None) => None,
+            (prompt, tool_use) => Some(prompt.unwrap_or(0) + tool_use.unwrap_or(0)),
+        };
+        let output = match (self.candidates_token_count, self.thoughts_token_count) {
+            (None, None) => None,
+            (candidates, thoughts) => Some(candidates.unwrap_or(0) + thoughts.unwrap_or(0)),
+        };
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: self.total_token_count,
+            reasoning_tokens: self.thoughts_token_count,
+            cache_read_input_tokens: self.cached_content_token_count,
+            cache_write_input_tokens: None,
+        }
+    }
+}
+
+/// A function call whose arguments are still streaming.
+struct OpenCall {
+    id: String,
+    name: String,
+    args: Value,
+    signature: Option<String>,
+}
+
+/// The Gemini stream parser.
+#[derive(Default)]
+pub struct GeminiParser {
+    events_seen: usize,
+    started: bool,
+    blocks: Blocks,
+    open_call: Option<OpenCall>,
+    response_id: Option<String>,
+    call_counter: usize,
+    any_function_call: bool,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl GeminiParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The id of the `n`th call without an id of its own.
+    fn call_id(&self, n: usize) -> String {
+        match &self.response_id {
+            Some(response) => format!("call-{response}-{n}"),
+            None => format!("call-{n}"),
+        }
+    }
+
+    fn next_call_id(&mut self) -> String {
+        let id = self.call_id(self.call_counter);
+        self.call_counter += 1;
+        id
+    }
+
+    fn on_chunk(&mut self, chunk: Chunk, data: &str, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        if let Some(error) = chunk.error {
+            let status = error.code.and_then(|c| u16::try_from(c).ok());
+            return Err(stream_error("google", status, data));
+        }
+        if self.response_id.is_none() {
+            self.response_id = chunk.response_id;
+        }
+        if let Some(usage) = chunk.usage_metadata.and_then(|u| non_empty(u.to_usage())) {
+            self.usage = Some(usage);
+        }
+        if let Some(reason) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
+            // The prompt itself was blocked: no candidate will come.
+            tracing::debug!(block_reason = %reason, "Gemini blocked the prompt");
+            self.finish_reason = Some("SAFETY".to_owned());
+        }
+        let Some(candidate) =
+            chunk.candidates.unwrap_or_default().into_iter().find(|c| c.index.unwrap_or(0) == 0)
+        else {
+            return Ok(());
+        };
+        for part in candidate.content.and_then(|c| c.parts).unwrap_or_default() {
+            self.on_part(part, out);
+        }
+        if let Some(reason) = candidate.finish_reason {
+            self.finish_reason = Some(reason);
+        }
+        Ok(())
+    }
+
+    fn on_part(&mut self, part: Part, out: &mut Vec<LlmEvent>) {
+        let signature_meta = part.thought_signature.as_ref().map(|s| signature_meta(s));
+        if let Some(call) = part.function_call {
+            self.on_function_call(call, part.thought_signature, out);
+            return;
+        }
+        if let Some(code) = part.executable_code {
+            self.blocks.close(out);
+            let id = self.next_call_id();
+            let name = "code_execution".to_owned();
+            out.push(LlmEvent::ToolCall {
+                id,
+                name,
+                input: code,
+                provider_executed: true,
+                provider_metadata: signature_meta,
+            });
+            return;
+        }
+        if let Some(result) = part.code_execution_result {
+            // The result belongs to the code execution call just before it.
+            let id = match self.call_counter.checked_sub(1) {
+                Some(n) => self.call_id(n),
+                None => self.next_call_id(),
+            };
+            out.push(LlmEvent::ToolResult {
+                id,
+                name: "code_execution".to_owned(),
+                result: ToolResultValue { kind: ToolResultKind::Json, value: result },
+                provider_executed: true,
+            });
+            return;
+        }
+        let Some(text) = part.text else {
+            tracing::debug!("skipping a Gemini part of an unknown kind");
+            return;
+        };
+        if text.is_empty() && signature_meta.is_none() {
+            return;
+        }
+        let kind = if part.thought == Some(true) { BlockKind::Reasoning } else { BlockKind::Text };
+        self.blocks.delta(kind, text, signature_meta, out);
+    }
+
+    fn on_function_call(&mut self, call: FunctionCall, signature: Option<String>, out: &mut Vec<LlmEvent>) {
+        self.blocks.close(out);
+        if call.name.is_some() {
+            // A named call starts a new call, which ends any call still streaming.
+            self.finish_open_call(out);
+        } else if let Some(open) = &mut self.open_call {
+            for arg in call.partial_args.unwrap_or_default() {
+                apply_partial_arg(&mut open.args, arg);
+            }
+            if open.signature.is_none() {
+                open.signature = signature;
+            }
+            if call.will_continue != Some(true) {
+                self.finish_open_call(out);
+            }
+            return;
+        } else {
+            tracing::debug!("skipping a Gemini function call part without a name");
+            return;
+        }
+        let name = call.name.unwrap_or_default();
+        let id = call.id.filter(|id| !id.is_empty()).unwrap_or_else(|| self.next_call_id());
+        out.push(LlmEvent::ToolInputStart { id: id.clone(), name: name.clone(), provider_executed: false });
+        let mut args = call.args.unwrap_or_else(|| Value::Object(Map::new()));
+        for arg in call.partial_args.unwrap_or_default() {
+            apply_partial_arg(&mut args, arg);
+        }
+        let open = OpenCall { id, name, args, signature };
+        if call.will_continue == Some(true) {
+            self.open_call = Some(open);
+        } else {
+            self.emit_call(open, out);
+        }
+    }
+
+    fn finish_open_call(&mut self, out: &mut Vec<LlmEvent>) {
+        if let Some(open) = self.open_call.take() {
+            self.emit_call(open, out);
+        }
+    }
+
+    fn emit_call(&mut self, call: OpenCall, out: &mut Vec<LlmEvent>) {
+        self.any_function_call = true;
+        let OpenCall { id, name, args, signature } = call;
+        out.push(LlmEvent::ToolInputDelta { id: id.clone(), name: name.clone(), text: args.to_string() });
+        out.push(LlmEvent::ToolInputEnd { id: id.clone(), name: name.clone() });
+        out.push(LlmEvent::ToolCall {
+            id,
+            name,
+            input: args,
+            provider_executed: false,
+            provider_metadata: signature.as_deref().map(signature_meta),
+        });
+    }
+}
+
+fn signature_meta(signature: &str) -> ProviderMetadata {
+    metadata("google", [("thoughtSignature", Value::String(signature.to_owned()))])
+}
+
+/// One step of a partial argument's JSON path.
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// Parses `$.a.b[0]` and `$['a']`; `None` for anything else.
+fn parse_path(path: &str) -> Option<Vec<Segment>> {
+    let mut rest = path.strip_prefix('$')?;
+    let mut segments = Vec::new();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            if end == 0 {
+                return None;
+            }
+            segments.push(Segment::Key(after[..end].to_owned()));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let close = after.find(']')?;
+            let inner = &after[..close];
+            let quoted = inner
+                .strip_prefix('\'')
+                .and_then(|s| s.strip_suffix('\''))
+                .or_else(|| inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')));
+            match quoted {
+                Some(key) => segments.push(Segment::Key(key.to_owned())),
+                None => segments.push(Segment::Index(inner.parse().ok()?)),
+            }
+            rest = &after[close + 1..];
+        } else {
+            return None;
+        }
+    }
+    Some(segments)
+}
+
+/// Writes one streamed argument fragment into the arguments object: strings append (a long
+/// string arrives in pieces), other values replace.
+fn apply_partial_arg(args: &mut Value, arg: PartialArg) {
+    let Some(segments) = arg.json_path.as_deref().and_then(parse_path) else {
+        tracing::debug!(path = ?arg.json_path, "skipping a partial argument with an unsupported path");
+        return;
+    };
+    if segments.iter().any(|s| matches!(s, Segment::Index(i) if *i > MAX_PATH_INDEX)) {
+        tracing::debug!(path = ?arg.json_path, "skipping a partial argument with a huge array index");
+        return;
+    }
+    let mut target = args;
+    for segment in segments {
+        target = match segment {
+            Segment::Key(key) => {
+                if !target.is_object() {
+                    *target = Value::Object(Map::new());
+                }
+                match target {
+                    Value::Object(map) => map.entry(key).or_insert(Value::Null),
+                    _ => return,
+                }
+            }
+            Segment::Index(index) => {
+                if !target.is_array() {
+                    *target = Value::Array(Vec::new());
+                }
+                match target {
+                    Value::Array(items) => {
+                        if items.len() <= index {
+                            items.resize(index + 1, Value::Null);
+                        }
+                        &mut items[index]
+                    }
+                    _ => return,
+                }
+            }
+        };
+    }
+    if let Some(piece) = arg.string_value {
+        match target {
+            Value::String(existing) => existing.push_str(&piece),
+            other => *other = Value::String(piece),
+        }
+    } else if let Some(number) = arg.number_value {
+        *target = Value::Number(number);
+    } else if let Some(flag) = arg.bool_value {
+        *target = Value::Bool(flag);
+    } else if arg.null_value.is_some() {
+        *target = Value::Null;
+    }
+}
+
+/// Maps a Gemini finish reason; `STOP` with function calls is `tool-calls`.
+fn finish_reason(reason: Option<&str>, any_function_call: bool) -> FinishReason {
+    match reason {
+        Some("STOP") if any_function_call => FinishReason::ToolCalls,
+        Some("STOP") => FinishReason::Stop,
+        Some("MAX_TOKENS") => FinishReason::Length,
+        Some("SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY") => {
+            FinishReason::ContentFilter
+        }
+        Some(_) | None => FinishReason::Unknown,
+    }
+}
+
+impl StreamParser for GeminiParser {
+    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        self.events_seen += 1;
+        if self.done {
+            return Ok(());
+        }
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Chunk = parse_event(self.events_seen, data)?;
+        if !self.started {
+            self.started = true;
+            out.push(LlmEvent::StepStart { index: 0 });
+        }
+        self.on_chunk(chunk, data, out)
+    }
+
+    fn on_end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        if self.done {
+            return Ok(());
+        }
+        if self.finish_reason.is_none() {
+            return Err(LlmError::Truncated { expected: "finishReason" });
+        }
+        self.blocks.close(out);
+        self.finish_open_call(out);
+        let reason = finish_reason(self.finish_reason.as_deref(), self.any_function_call);
+        out.push(LlmEvent::StepFinish {
+            index: 0,
+            reason,
+            usage: self.usage.clone(),
+            provider_metadata: None,
+        });
+        out.push(LlmEvent::Finish { reason, usage: self.usage.clone() });
+        self.done = true;
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn arg(path: &str, mut value: Value) -> PartialArg {
+        value["jsonPath"] = json!(path);
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn partial_args_build_nested_values() {
+        let mut args = json!({});
+        apply_partial_arg(&mut args, arg("$.a.b", json!({"stringValue": "he"})));
+        apply_partial_arg(&mut args, arg("$.a.b", json!({"stringValue": "llo"})));
+        apply_partial_arg(&mut args, arg("$.list[1]", json!({"numberValue": 3})));
+        apply_partial_arg(&mut args, arg("$['x y']", json!({"boolValue": true})));
+        apply_partial_arg(&mut args, arg("$.big[99999]", json!({"numberValue": 1})));
+        apply_partial_arg(&mut args, arg("nonsense", json!({"numberValue": 1})));
+        assert_eq!(args, json!({"a": {"b": "hello"}, "list": [null, 3], "x y": true}));
+    }
+}

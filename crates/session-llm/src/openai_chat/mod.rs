@@ -1,0 +1,8 @@
+//! OpenAI Chat Completions, also spoken by Ollama, vLLM, llama.cpp, LM Studio, OpenRouter,
+//! DeepSeek, Groq and xAI.
+
+mod request;
+mod stream;
+
+pub use request::build_request;
+pub use stream::ChatParser;

@@ -1,0 +1,360 @@
+//! The Chat Completions stream parser (OpenAI and every server that speaks the format).
+//!
+//! Only `choices[0]` counts. The stream ends properly with `[DONE]`, or with the end of the
+//! body after a `finish_reason` (Ollama sends no `[DONE]`). Usage may ride on the finish chunk
+//! (DeepSeek, Groq) or on a later chunk with empty `choices` (OpenAI), so the step is only
+//! finished at the end.
+
+use serde::Deserialize;
+use session_core::{FinishReason, LlmEvent, Usage};
+
+use crate::common::{BlockKind, Blocks, count, non_empty, parse_event, tool_input};
+use crate::decode::StreamParser;
+use crate::error::{LlmError, stream_error};
+use crate::sse::SseEvent;
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<ChatUsage>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    /// DeepSeek, xAI, vLLM.
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// OpenRouter, Ollama, Groq.
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+/// Chat Completions usage, with the extensions of the compatible servers.
+#[derive(Deserialize, Default)]
+pub(crate) struct ChatUsage {
+    #[serde(default, deserialize_with = "count")]
+    prompt_tokens: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    completion_tokens: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    total_tokens: Option<i64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+    /// DeepSeek's name for cached prompt tokens.
+    #[serde(default, deserialize_with = "count")]
+    prompt_cache_hit_tokens: Option<i64>,
+}
+
+#[derive(Deserialize, Default)]
+struct PromptDetails {
+    #[serde(default, deserialize_with = "count")]
+    cached_tokens: Option<i64>,
+    #[serde(default, deserialize_with = "count")]
+    cache_write_tokens: Option<i64>,
+}
+
+#[derive(Deserialize, Default)]
+struct CompletionDetails {
+    #[serde(default, deserialize_with = "count")]
+    reasoning_tokens: Option<i64>,
+}
+
+impl ChatUsage {
+    /// The provider-neutral usage: input includes cached tokens (as OpenAI counts them) and
+    /// output includes reasoning.
+    pub(crate) fn to_usage(&self) -> Usage {
+        let reasoning = self.completion_tokens_details.as_ref().and_then(|d| d.reasoning_tokens);
+        let mut output = self.completion_tokens;
+        // xAI counts reasoning outside `completion_tokens`; its total gives it away
+        // (prompt + completion + reasoning). OpenAI and DeepSeek count it inside.
+        if let (Some(prompt), Some(completion), Some(total), Some(reasoning)) =
+            (self.prompt_tokens, self.completion_tokens, self.total_tokens, reasoning)
+            && reasoning > 0
+            && total == prompt + completion + reasoning
+        {
+            output = Some(completion + reasoning);
+        }
+        let details = self.prompt_tokens_details.as_ref();
+        Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: output,
+            total_tokens: self.total_tokens,
+            reasoning_tokens: reasoning,
+            cache_read_input_tokens: details.and_then(|d| d.cached_tokens).or(self.prompt_cache_hit_tokens),
+            cache_write_input_tokens: details.and_then(|d| d.cache_write_tokens),
+        }
+    }
+}
+
+/// One tool call being streamed, keyed by its `index`.
+struct ToolCall {
+    index: u32,
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+    started: bool,
+}
+
+/// The Chat Completions stream parser.
+#[derive(Default)]
+pub struct ChatParser {
+    events_seen: usize,
+    started: bool,
+    blocks: Blocks,
+    tools: Vec<ToolCall>,
+    tool_counter: usize,
+    any_tool_call: bool,
+    /// The finish reason of choice 0, once given.
+    finish_reason: Option<String>,
+    /// Content is closed (finish reason seen); later chunks may only carry usage.
+    content_closed: bool,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl ChatParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn on_chunk(&mut self, chunk: Chunk, data: &str, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        if chunk.error.is_some() {
+            return Err(stream_error("openai", None, data));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = non_empty(usage.to_usage());
+        }
+        let Some(choice) = chunk.choices.unwrap_or_default().into_iter().find(|c| c.index.unwrap_or(0) == 0)
+        else {
+            return Ok(());
+        };
+        if !self.content_closed
+            && let Some(delta) = choice.delta
+        {
+            self.on_delta(delta, out);
+        }
+        if let Some(reason) = choice.finish_reason
+            && !reason.is_empty()
+        {
+            self.finish_reason = Some(reason);
+            self.close_content(out);
+        }
+        Ok(())
+    }
+
+    fn on_delta(&mut self, delta: Delta, out: &mut Vec<LlmEvent>) {
+        if let Some(text) = delta.reasoning_content.or(delta.reasoning).filter(|t| !t.is_empty()) {
+            self.blocks.delta(BlockKind::Reasoning, text, None, out);
+        }
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            self.blocks.delta(BlockKind::Text, text, None, out);
+        }
+        // A refusal is the model's visible answer, so it is shown as text.
+        if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
+            self.blocks.delta(BlockKind::Text, text, None, out);
+        }
+        for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
+            self.blocks.close(out);
+            self.on_tool_delta(position, call, out);
+        }
+    }
+
+    fn on_tool_delta(&mut self, position: usize, call: ToolCallDelta, out: &mut Vec<LlmEvent>) {
+        let index = call.index.unwrap_or(u32::try_from(position).unwrap_or(u32::MAX));
+        let (name, arguments) = match call.function {
+            Some(function) => (function.name, function.arguments),
+            None => (None, None),
+        };
+        let slot = match self.tools.iter().position(|t| t.index == index) {
+            // Some servers put every call at index 0: a new id there is a new call.
+            Some(slot) if call.id.is_some() && self.tools[slot].started && self.tools[slot].id != call.id => {
+                let finished = self.tools.remove(slot);
+                self.end_tool(finished, out);
+                None
+            }
+            found => found,
+        };
+        let slot = match slot {
+            Some(slot) => slot,
+            None => {
+                self.tools.push(ToolCall {
+                    index,
+                    id: None,
+                    name: None,
+                    arguments: String::new(),
+                    started: false,
+                });
+                self.tools.len() - 1
+            }
+        };
+        let counter = &mut self.tool_counter;
+        let tool = &mut self.tools[slot];
+        if tool.id.is_none() {
+            tool.id = call.id.filter(|id| !id.is_empty());
+        }
+        if tool.name.is_none() {
+            tool.name = name.filter(|n| !n.is_empty());
+        }
+        let arguments = arguments.unwrap_or_default();
+        if !tool.started {
+            tool.arguments.push_str(&arguments);
+            if let Some(name) = tool.name.clone() {
+                tool.started = true;
+                let id = tool.id.get_or_insert_with(|| format!("call-{}", *counter)).clone();
+                *counter += 1;
+                out.push(LlmEvent::ToolInputStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                    provider_executed: false,
+                });
+                if !tool.arguments.is_empty() {
+                    out.push(LlmEvent::ToolInputDelta { id, name, text: tool.arguments.clone() });
+                }
+            }
+        } else if !arguments.is_empty() {
+            tool.arguments.push_str(&arguments);
+            if let (Some(id), Some(name)) = (&tool.id, &tool.name) {
+                out.push(LlmEvent::ToolInputDelta { id: id.clone(), name: name.clone(), text: arguments });
+            }
+        }
+    }
+
+    fn end_tool(&mut self, tool: ToolCall, out: &mut Vec<LlmEvent>) {
+        // A call whose name never came cannot be run; it is dropped with a note.
+        let (Some(id), Some(name), true) = (tool.id, tool.name, tool.started) else {
+            tracing::debug!(index = tool.index, "dropping a tool call that never got a name");
+            return;
+        };
+        self.any_tool_call = true;
+        out.push(LlmEvent::ToolInputEnd { id: id.clone(), name: name.clone() });
+        out.push(LlmEvent::ToolCall {
+            id,
+            name,
+            input: tool_input(&tool.arguments),
+            provider_executed: false,
+            provider_metadata: None,
+        });
+    }
+
+    fn close_content(&mut self, out: &mut Vec<LlmEvent>) {
+        if self.content_closed {
+            return;
+        }
+        self.content_closed = true;
+        self.blocks.close(out);
+        for tool in std::mem::take(&mut self.tools) {
+            self.end_tool(tool, out);
+        }
+    }
+
+    fn finish_step(&mut self, out: &mut Vec<LlmEvent>) {
+        self.close_content(out);
+        self.done = true;
+        let reason = finish_reason(self.finish_reason.as_deref(), self.any_tool_call);
+        out.push(LlmEvent::StepFinish {
+            index: 0,
+            reason,
+            usage: self.usage.clone(),
+            provider_metadata: None,
+        });
+        out.push(LlmEvent::Finish { reason, usage: self.usage.clone() });
+    }
+}
+
+/// Maps a Chat finish reason; tool calls make `tool-calls` even where a server says `stop`.
+fn finish_reason(reason: Option<&str>, any_tool_call: bool) -> FinishReason {
+    match reason {
+        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
+        Some("stop") | None if any_tool_call => FinishReason::ToolCalls,
+        Some("stop") => FinishReason::Stop,
+        Some("length") => FinishReason::Length,
+        Some("content_filter") => FinishReason::ContentFilter,
+        Some(_) | None => FinishReason::Unknown,
+    }
+}
+
+impl StreamParser for ChatParser {
+    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        self.events_seen += 1;
+        if self.done {
+            return Ok(());
+        }
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.ensure_started(out);
+            self.finish_step(out);
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Chunk = parse_event(self.events_seen, data)?;
+        self.ensure_started(out);
+        self.on_chunk(chunk, data, out)
+    }
+
+    fn on_end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        if self.done {
+            return Ok(());
+        }
+        if self.finish_reason.is_some() {
+            self.finish_step(out);
+            return Ok(());
+        }
+        Err(LlmError::Truncated { expected: "[DONE]" })
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+impl ChatParser {
+    fn ensure_started(&mut self, out: &mut Vec<LlmEvent>) {
+        if !self.started {
+            self.started = true;
+            out.push(LlmEvent::StepStart { index: 0 });
+        }
+    }
+}

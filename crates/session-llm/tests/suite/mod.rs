@@ -1,0 +1,9 @@
+//! Integration tests: fixtures, chunking, errors, request bodies, HTTP on loopback.
+
+mod chunking;
+mod edge_cases;
+mod errors;
+mod http;
+mod requests;
+mod snapshots;
+mod support;

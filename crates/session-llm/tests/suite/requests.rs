@@ -1,0 +1,173 @@
+//! Request bodies of every adapter, as insta snapshots, and the HTTP request around them.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use session_core::ModelMessage;
+use session_llm::{
+    Api, BuiltRequest, LlmError, LlmRequest, ProviderConfig, ProviderOptions, ToolSpec, build_request,
+    http_request,
+};
+
+/// A conversation with an image, reasoning, a tool call and its result, and tools.
+fn conversation() -> Vec<ModelMessage> {
+    serde_json::from_value(json!([
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is in this picture? And what is the weather in Paris?"},
+            {"type": "file", "mediaType": "image/png", "filename": "cat.png", "data": "data:image/png;base64,iVBORw0KGgo="},
+        ]},
+        {"role": "assistant", "content": [
+            {"type": "reasoning", "text": "A cat photo; the weather needs the tool.", "providerOptions": {
+                "anthropic": {"signature": "sig-1"},
+                "openai": {"itemId": "rs_1", "reasoningEncryptedContent": "enc-1"},
+                "google": {"thoughtSignature": "ts-1"},
+            }},
+            {"type": "text", "text": "It is a cat. Let me check the weather."},
+            {"type": "tool-call", "toolCallId": "call_1", "toolName": "get_weather", "input": {"city": "Paris"},
+             "providerOptions": {"google": {"thoughtSignature": "ts-2"}}},
+        ]},
+        {"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": "call_1", "toolName": "get_weather",
+             "output": {"type": "text", "value": "18°C, cloudy"}},
+        ]},
+        {"role": "user", "content": [{"type": "text", "text": "Thanks! Anything else?"}]},
+    ]))
+    .unwrap()
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![ToolSpec {
+        name: "get_weather".into(),
+        description: "Current weather for a city.".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+            "additionalProperties": false,
+        }),
+    }]
+}
+
+fn request(model: &str, options: ProviderOptions) -> LlmRequest {
+    LlmRequest {
+        model: model.into(),
+        system: vec!["You are a helpful assistant.".into()],
+        messages: conversation(),
+        tools: tools(),
+        max_output_tokens: Some(32_000),
+        options,
+        ..LlmRequest::default()
+    }
+}
+
+fn built_json(built: &BuiltRequest) -> Value {
+    json!({"path": built.path, "headers": built.headers, "body": built.body})
+}
+
+fn snapshot(name: &str, built: &BuiltRequest) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../snapshots/requests");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_json_snapshot!(name, built_json(built)));
+}
+
+#[test]
+fn openai_chat_request() {
+    let options = ProviderOptions { reasoning_effort: Some("low".into()), ..ProviderOptions::default() };
+    let built = build_request(Api::OpenAiChat, &request("gpt-5-mini", options)).unwrap();
+    snapshot("openai_chat", &built);
+    // Without reasoning options compatible servers get the classic `max_tokens`.
+    let plain = build_request(Api::OpenAiChat, &request("llama3", ProviderOptions::default())).unwrap();
+    assert_eq!(plain.body["max_tokens"], json!(32_000));
+    assert!(plain.body.get("max_completion_tokens").is_none());
+}
+
+#[test]
+fn openai_responses_request() {
+    let options = ProviderOptions {
+        reasoning_effort: Some("medium".into()),
+        reasoning_summary: Some("auto".into()),
+        ..ProviderOptions::default()
+    };
+    let built = build_request(Api::OpenAiResponses, &request("gpt-5.1-codex", options)).unwrap();
+    snapshot("openai_responses", &built);
+}
+
+#[test]
+fn anthropic_request() {
+    let options =
+        ProviderOptions { thinking_budget: Some(8_000), cache_control: true, ..ProviderOptions::default() };
+    let built = build_request(Api::Anthropic, &request("claude-sonnet-4-5", options)).unwrap();
+    snapshot("anthropic", &built);
+    // The tool result and the next user text share one user turn (roles must alternate).
+    let roles: Vec<&str> =
+        built.body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(built.body["max_tokens"], json!(40_000));
+}
+
+#[test]
+fn anthropic_tool_errors_and_temperature() {
+    let mut request =
+        request("claude-haiku-4-5", ProviderOptions { temperature: Some(0.2), ..Default::default() });
+    request.messages[2] = serde_json::from_value(json!({"role": "tool", "content": [
+        {"type": "tool-result", "toolCallId": "call_1", "toolName": "get_weather",
+         "output": {"type": "error-text", "value": "[Tool execution was interrupted]"}},
+    ]}))
+    .unwrap();
+    let built = build_request(Api::Anthropic, &request).unwrap();
+    assert_eq!(
+        built.body["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "call_1", "content": "[Tool execution was interrupted]", "is_error": true})
+    );
+    assert_eq!(built.body["temperature"], json!(0.2));
+    assert_eq!(built.body["max_tokens"], json!(32_000));
+}
+
+#[test]
+fn gemini_request() {
+    let options = ProviderOptions { thinking_budget: Some(1_024), ..ProviderOptions::default() };
+    let built = build_request(Api::Gemini, &request("gemini-2.5-flash", options)).unwrap();
+    snapshot("gemini", &built);
+    assert!(matches!(
+        build_request(Api::Gemini, &request("../evil", ProviderOptions::default())),
+        Err(LlmError::InvalidRequest(_))
+    ));
+}
+
+#[test]
+fn unsupported_files_are_refused_not_dropped() {
+    let mut request = request("m", ProviderOptions::default());
+    request.messages = serde_json::from_value(json!([{"role": "user", "content": [
+        {"type": "file", "mediaType": "application/zip", "data": "data:application/zip;base64,UEs="},
+    ]}]))
+    .unwrap();
+    for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic] {
+        assert!(matches!(build_request(api, &request), Err(LlmError::InvalidRequest(_))), "{api}");
+    }
+}
+
+#[test]
+fn http_requests_carry_the_format_authentication() {
+    let cases = [
+        (Api::OpenAiChat, "https://api.openai.com/v1/chat/completions", ("authorization", "Bearer k")),
+        (Api::OpenAiResponses, "https://api.openai.com/v1/responses", ("authorization", "Bearer k")),
+        (Api::Anthropic, "https://api.anthropic.com/v1/messages", ("x-api-key", "k")),
+        (
+            Api::Gemini,
+            "https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent?alt=sse",
+            ("x-goog-api-key", "k"),
+        ),
+    ];
+    for (api, url, (name, value)) in cases {
+        let mut config = ProviderConfig::new("p", api, Some("k".into()));
+        config.headers.push(("x-extra".into(), "1".into()));
+        let http = http_request(&config, &request("m", ProviderOptions::default())).unwrap();
+        assert_eq!(http.url, url);
+        let has = |n: &str, v: &str| http.headers.iter().any(|(hn, hv)| hn == n && hv == v);
+        assert!(has(name, value) && has("x-extra", "1") && has("content-type", "application/json"), "{api}");
+        let body: Value = serde_json::from_slice(&http.body).unwrap();
+        assert_eq!(body["stream"].as_bool().unwrap_or(true), true);
+        // The key never shows in debug output.
+        assert!(!format!("{config:?}").contains("\"k\""));
+    }
+}
