@@ -87,6 +87,32 @@ impl Entropy for HashEntropy {
     }
 }
 
+/// The catalog entry `--model` names; an unknown model is priced at 0 with a warning.
+fn replay_model(reference: &str) -> Result<Option<session_cli::ReplayModel>> {
+    let Some((provider, model)) = session_llm::split_model_ref(reference) else {
+        anyhow::bail!(
+            "--model must be provider/model, for example anthropic/claude-sonnet-4-5; got {reference:?}"
+        );
+    };
+    let catalog = session_llm::Catalog::embedded()?;
+    match catalog.resolve(provider, model) {
+        Some(found) => Ok(Some(session_cli::ReplayModel {
+            provider_id: provider.to_owned(),
+            model_id: found.id,
+            cost: found.cost,
+            limit: found.limit,
+        })),
+        None => {
+            tracing::warn!("{reference} is not in the model catalog; the replay's cost is 0");
+            Ok(Some(session_cli::ReplayModel {
+                provider_id: provider.to_owned(),
+                model_id: model.to_owned(),
+                ..Default::default()
+            }))
+        }
+    }
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -109,7 +135,12 @@ fn main() -> ExitCode {
         LogLevel::Debug => tracing::Level::DEBUG,
         LogLevel::Trace => tracing::Level::TRACE,
     };
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
+    use std::io::IsTerminal as _;
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
     match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
@@ -123,11 +154,10 @@ fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Replay { api, format, model, file } => {
             let body = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let model = model.map(|name| session_cli::ReplayModel {
-                provider_id: name.split_once('/').map_or("", |(p, _)| p).to_owned(),
-                model_id: name.split_once('/').map_or(name.as_str(), |(_, m)| m).to_owned(),
-                ..Default::default()
-            });
+            let model = match model {
+                Some(reference) => replay_model(&reference)?,
+                None => None,
+            };
             let entropy = Box::new(HashEntropy { state: Default::default(), counter: 0 });
             let output = session_cli::replay(api.into(), &body, model.as_ref(), &mut now_ms, entropy);
             let mut stdout = std::io::stdout().lock();

@@ -9,7 +9,9 @@
 //!   (and the servers that speak it), OpenAI Responses, Anthropic Messages and Google Gemini;
 //! - one incremental SSE decoder ([`SseDecoder`]) for all of them, an idle timeout and a bound
 //!   on one event's size;
-//! - [`LlmError`], whose provider failures are classified by session-core's classifier.
+//! - [`LlmError`], whose provider failures are classified by session-core's classifier;
+//! - the model [`Catalog`]: a models.dev snapshot embedded in the binary, plus presets for
+//!   local OpenAI-compatible servers.
 //!
 //! It deliberately does not own what happens to the events (session-core's processor), the
 //! retry policy and its delays (session-core's `retry`, driven by the runtime), the history
@@ -31,6 +33,7 @@
 //! ```
 
 mod anthropic;
+mod catalog;
 mod common;
 mod decode;
 mod error;
@@ -44,6 +47,9 @@ mod stream;
 mod transport;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicParser};
+pub use catalog::{
+    Catalog, CatalogError, CatalogModel, CatalogProvider, OPENAI_COMPATIBLE_NPM, split_model_ref,
+};
 pub use decode::{Api, EventDecoder, Replay, StreamParser, UnknownApi, replay};
 pub use error::{ApiError, LlmError, TransportError, api_failure};
 pub use gemini::GeminiParser;

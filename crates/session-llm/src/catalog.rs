@@ -1,0 +1,345 @@
+//! The model catalog: a models.dev snapshot embedded in the binary, plus presets for local
+//! OpenAI-compatible servers that the snapshot lacks.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+use session_core::{ModelCost, ModelLimit};
+
+/// The models.dev snapshot this build carries (`data/models.json`).
+const EMBEDDED: &str = include_str!("../data/models.json");
+
+/// The npm package of providers that speak OpenAI Chat Completions.
+pub const OPENAI_COMPATIBLE_NPM: &str = "@ai-sdk/openai-compatible";
+
+/// Local servers missing from the catalog: (id, name, base URL).
+const LOCAL_PRESETS: [(&str, &str, &str); 4] = [
+    ("ollama", "Ollama", "http://127.0.0.1:11434/v1"),
+    ("lmstudio", "LM Studio", "http://127.0.0.1:1234/v1"),
+    ("vllm", "vLLM", "http://127.0.0.1:8000/v1"),
+    ("llama.cpp", "llama.cpp", "http://127.0.0.1:8080/v1"),
+];
+
+/// The catalog could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The catalog JSON did not parse.
+    #[error("model catalog is not valid: {0}")]
+    Invalid(#[from] serde_json::Error),
+    /// A model's price object did not fit the models.dev shape.
+    #[error("model catalog: bad cost for {provider}/{model}: {source}")]
+    BadCost {
+        /// Provider id.
+        provider: String,
+        /// Model id.
+        model: String,
+        /// The parse failure.
+        source: serde_json::Error,
+    },
+}
+
+/// One model of the catalog, mapped to session-core's limits and prices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogModel {
+    /// Model id, as sent to the provider.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Context, input and output limits (context 0 turns compaction off).
+    pub limit: ModelLimit,
+    /// Prices per million tokens (SPEC 5's mapping from the models.dev cost object).
+    pub cost: ModelCost,
+    /// Whether the model reasons.
+    pub reasoning: bool,
+    /// Whether the model calls tools.
+    pub tool_call: bool,
+    /// Whether the model takes attachments.
+    pub attachment: bool,
+    /// Whether the model takes a temperature.
+    pub temperature: bool,
+    /// Release status (`alpha`, `beta`, `deprecated`), when not stable.
+    pub status: Option<String>,
+}
+
+impl CatalogModel {
+    /// A model the catalog does not know, on an OpenAI-compatible provider: no limits (so no
+    /// compaction), no prices (cost 0), tools assumed.
+    pub fn unknown(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            name: id.to_owned(),
+            limit: ModelLimit::default(),
+            cost: ModelCost::default(),
+            reasoning: false,
+            tool_call: true,
+            attachment: false,
+            temperature: true,
+            status: None,
+        }
+    }
+}
+
+/// One provider of the catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogProvider {
+    /// Provider id, such as `anthropic`.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Environment variables that may hold the API key, in order.
+    pub env: Vec<String>,
+    /// The AI SDK package that names the wire format.
+    pub npm: Option<String>,
+    /// Base URL, when the provider is not at its package's default address.
+    pub api: Option<String>,
+    /// Models by id.
+    pub models: BTreeMap<String, CatalogModel>,
+}
+
+impl CatalogProvider {
+    /// True when the provider speaks OpenAI Chat Completions through the compatible package,
+    /// so models missing from the catalog still work with defaults.
+    pub fn is_openai_compatible(&self) -> bool {
+        self.npm.as_deref() == Some(OPENAI_COMPATIBLE_NPM)
+    }
+}
+
+/// The model catalog: providers and their models.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Catalog {
+    providers: BTreeMap<String, CatalogProvider>,
+}
+
+#[derive(Deserialize)]
+struct RawProvider {
+    id: String,
+    name: String,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
+    npm: Option<String>,
+    #[serde(default)]
+    api: Option<String>,
+    #[serde(default)]
+    models: BTreeMap<String, RawModel>,
+}
+
+#[derive(Deserialize)]
+struct RawModel {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    limit: ModelLimit,
+    #[serde(default)]
+    cost: Value,
+    #[serde(default)]
+    reasoning: bool,
+    #[serde(default)]
+    tool_call: bool,
+    #[serde(default)]
+    attachment: bool,
+    #[serde(default)]
+    temperature: bool,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+impl Catalog {
+    /// The catalog embedded in this build, with the local-server presets added.
+    pub fn embedded() -> Result<Self, CatalogError> {
+        Self::from_json(EMBEDDED)
+    }
+
+    /// A catalog from models.dev JSON text (`{provider id: {id, name, env, npm, api, models}}`),
+    /// with the local-server presets added where the text lacks them.
+    pub fn from_json(text: &str) -> Result<Self, CatalogError> {
+        let raw: BTreeMap<String, RawProvider> = serde_json::from_str(text)?;
+        let mut providers = BTreeMap::new();
+        for (key, provider) in raw {
+            let mut models = BTreeMap::new();
+            for (model_key, model) in provider.models {
+                let cost = ModelCost::from_catalog(&model.cost).map_err(|source| CatalogError::BadCost {
+                    provider: key.clone(),
+                    model: model_key.clone(),
+                    source,
+                })?;
+                let id = model.id.unwrap_or_else(|| model_key.clone());
+                models.insert(
+                    model_key,
+                    CatalogModel {
+                        name: model.name.unwrap_or_else(|| id.clone()),
+                        id,
+                        limit: model.limit,
+                        cost,
+                        reasoning: model.reasoning,
+                        tool_call: model.tool_call,
+                        attachment: model.attachment,
+                        temperature: model.temperature,
+                        status: model.status,
+                    },
+                );
+            }
+            providers.insert(
+                key,
+                CatalogProvider {
+                    id: provider.id,
+                    name: provider.name,
+                    env: provider.env,
+                    npm: provider.npm,
+                    api: provider.api,
+                    models,
+                },
+            );
+        }
+        for (id, name, url) in LOCAL_PRESETS {
+            providers.entry(id.to_owned()).or_insert_with(|| CatalogProvider {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                env: Vec::new(),
+                npm: Some(OPENAI_COMPATIBLE_NPM.to_owned()),
+                api: Some(url.to_owned()),
+                models: BTreeMap::new(),
+            });
+        }
+        Ok(Self { providers })
+    }
+
+    /// Every provider, by id.
+    pub fn providers(&self) -> impl Iterator<Item = &CatalogProvider> {
+        self.providers.values()
+    }
+
+    /// One provider.
+    pub fn provider(&self, id: &str) -> Option<&CatalogProvider> {
+        self.providers.get(id)
+    }
+
+    /// One model of one provider, as the catalog lists it.
+    pub fn model(&self, provider: &str, model: &str) -> Option<&CatalogModel> {
+        self.providers.get(provider)?.models.get(model)
+    }
+
+    /// A model by `provider/model` (the model id may itself hold slashes, as OpenRouter's do).
+    pub fn lookup(&self, reference: &str) -> Option<&CatalogModel> {
+        let (provider, model) = split_model_ref(reference)?;
+        self.model(provider, model)
+    }
+
+    /// The model to use for `provider/model`: the catalog's entry, or the stated defaults of
+    /// [`CatalogModel::unknown`] on an OpenAI-compatible provider; `None` otherwise.
+    pub fn resolve(&self, provider: &str, model: &str) -> Option<CatalogModel> {
+        let entry = self.providers.get(provider)?;
+        match entry.models.get(model) {
+            Some(found) => Some(found.clone()),
+            None if entry.is_openai_compatible() => Some(CatalogModel::unknown(model)),
+            None => None,
+        }
+    }
+
+    /// Adds or replaces a provider (config entries for providers the catalog lacks).
+    pub fn insert_provider(&mut self, provider: CatalogProvider) {
+        self.providers.insert(provider.id.clone(), provider);
+    }
+
+    /// Adds or replaces one model of an existing provider.
+    pub fn insert_model(&mut self, provider: &str, model: CatalogModel) -> bool {
+        match self.providers.get_mut(provider) {
+            Some(entry) => {
+                entry.models.insert(model.id.clone(), model);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Splits `provider/model` at the first slash; both halves must be non-empty.
+pub fn split_model_ref(reference: &str) -> Option<(&str, &str)> {
+    let (provider, model) = reference.split_once('/')?;
+    (!provider.is_empty() && !model.is_empty()).then_some((provider, model))
+}
+
+#[cfg(test)]
+mod tests {
+    use rust_decimal::Decimal;
+    use session_core::{StepUsage, Usage, get_usage};
+
+    use super::*;
+
+    fn catalog() -> Catalog {
+        Catalog::embedded().expect("embedded catalog parses")
+    }
+
+    #[test]
+    fn known_models_have_their_limits_and_prices() {
+        let catalog = catalog();
+        let sonnet = catalog.lookup("anthropic/claude-3-5-sonnet-20240620").expect("listed");
+        assert_eq!(sonnet.limit, ModelLimit { context: 200_000, input: None, output: 8192 });
+        assert_eq!(sonnet.cost.input, Decimal::from(3));
+        assert_eq!(sonnet.cost.output, Decimal::from(15));
+        assert_eq!(sonnet.cost.cache.read, Decimal::new(3, 1));
+        assert_eq!(sonnet.cost.cache.write, Decimal::new(375, 2));
+        assert!(sonnet.tool_call);
+    }
+
+    #[test]
+    fn openrouter_ids_keep_their_slashes() {
+        let catalog = catalog();
+        let provider = catalog.provider("openrouter").expect("openrouter");
+        let (id, _) = provider.models.iter().find(|(id, _)| id.contains('/')).expect("a slashed id");
+        assert!(catalog.lookup(&format!("openrouter/{id}")).is_some());
+    }
+
+    #[test]
+    fn tiered_prices_go_through_get_usage() {
+        let catalog = catalog();
+        let tiered = catalog
+            .providers()
+            .flat_map(|p| p.models.values())
+            .find(|m| m.cost.tiers.iter().any(|t| t.tier.kind == "context"))
+            .expect("a model with a context tier");
+        let tier = tiered.cost.tiers.iter().find(|t| t.tier.kind == "context").expect("tier");
+        let above = i64::try_from(tier.tier.size).expect("size") + 1;
+        let usage = Usage { input_tokens: Some(above), output_tokens: Some(0), ..Usage::default() };
+        let StepUsage { cost, .. } = get_usage(&tiered.cost, &usage, None);
+        let expected = Decimal::from(above) * tier.input / Decimal::from(1_000_000);
+        assert_eq!(cost, expected, "{}", tiered.id);
+    }
+
+    #[test]
+    fn local_presets_accept_any_model_with_defaults() {
+        let catalog = catalog();
+        for (id, url) in [
+            ("ollama", "http://127.0.0.1:11434/v1"),
+            ("lmstudio", "http://127.0.0.1:1234/v1"),
+            ("vllm", "http://127.0.0.1:8000/v1"),
+            ("llama.cpp", "http://127.0.0.1:8080/v1"),
+        ] {
+            let provider = catalog.provider(id).expect("preset");
+            assert!(provider.is_openai_compatible());
+            if id != "lmstudio" {
+                assert_eq!(provider.api.as_deref(), Some(url));
+            }
+            let model = catalog.resolve(id, "qwen2.5-coder:7b").expect("defaults");
+            assert_eq!(model.limit.context, 0, "context 0 disables compaction");
+            assert_eq!(model.cost, ModelCost::default());
+        }
+        assert!(catalog.resolve("anthropic", "no-such-model").is_none());
+        assert!(catalog.resolve("nobody", "x").is_none());
+    }
+
+    #[test]
+    fn bad_references_and_bad_json_are_errors_not_panics() {
+        assert_eq!(split_model_ref("anthropic"), None);
+        assert_eq!(split_model_ref("/x"), None);
+        assert_eq!(split_model_ref("a/b/c"), Some(("a", "b/c")));
+        assert!(Catalog::from_json("{").is_err());
+        assert!(
+            Catalog::from_json(r#"{"p": {"id": "p", "name": "P", "models": {"m": {"cost": "free"}}}}"#)
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests through the real `session` binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod replay;
