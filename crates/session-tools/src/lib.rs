@@ -1,4 +1,51 @@
 //! Tool execution for the session runtime.
 //!
-//! This crate will own the `Tool` trait, the per-call tracker, the permission engine's state
-//! and the built-in tools confined to the workspace (issue 6). It holds no code yet.
+//! `session-tools` owns what happens between the processor's `Effect::ExecuteTool` and the
+//! tool-result or tool-error event that goes back to it:
+//!
+//! - the [`Tool`] trait and the [`ToolRegistry`] that validates arguments against each tool's
+//!   JSON schema before the tool runs ([`ToolError::InvalidArguments`] names the wrong field);
+//! - the [`ToolExecutor`], which runs one call with a [`ToolContext`] (workspace root,
+//!   cancellation token, metadata callback, permission asks);
+//! - the [`CallTracker`]: one oneshot per running call (SPEC 1.2's `done` Deferred), updates in
+//!   order ([`CallTracker::next`]) and the 250 ms cleanup grace of SPEC 8
+//!   ([`CallTracker::wait_all`]);
+//! - the [`PermissionEngine`]: session-core's pure rules and pending-ask bookkeeping plus the
+//!   waiting, "always" answers per session, and the [`PermissionAsker`] that shows asks;
+//! - the built-in tools `read`, `write`, `edit`, `list`, `glob`, `grep`, `bash`, `todowrite`
+//!   and `todoread`, with OpenCode's names and parameter names, the file tools confined to the
+//!   [`Workspace`] (a path outside it asks `external_directory`).
+//!
+//! It deliberately does not own the rules themselves (`session_core::evaluate`, the agents'
+//! rulesets), the tool-part state machine (the processor), persistence, the event bus or the
+//! model request; and it reads no environment variables (the `bash` child inherits the
+//! environment of the process, which is intended).
+//!
+//! **`bash` is not sandboxed.** It runs commands with the user's rights; only the `bash`
+//! permission governs it. The confinement applies to the file tools alone.
+
+mod context;
+mod error;
+mod executor;
+mod permission;
+mod registry;
+mod todo;
+mod tool;
+mod tools;
+mod tracker;
+mod workspace;
+
+pub use context::{ContextParts, PathKind, ProgressSink, ToolContext};
+pub use error::ToolError;
+pub use executor::{ABORT_GRACE, CallScope, ToolCall, ToolExecutor};
+pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
+pub use registry::{ToolDefinition, ToolRegistry};
+pub use todo::{MemoryTodos, Todo, TodoStore};
+pub use tool::{Tool, ToolResult, parse_args, schema_for};
+pub use tools::{
+    BashTool, DEFAULT_TIMEOUT_MS, EditTool, GlobTool, GrepTool, KILL_GRACE, ListTool, MAX_LINE_LENGTH,
+    MAX_OUTPUT_CHARS, MAX_READ_BYTES, MAX_TIMEOUT_MS, RESULT_LIMIT, ReadTool, TodoReadTool, TodoWriteTool,
+    WriteTool, builtin_registry, builtin_tools,
+};
+pub use tracker::{CLEANUP_GRACE, CallHandle, CallTracker, Settlement, ToolCompletion, ToolUpdate};
+pub use workspace::{ResolvedPath, Workspace};

@@ -1,0 +1,172 @@
+//! Running one tool call: validation, the context, cancellation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use session_core::{Effect, JsonObject, MessageId, Ruleset, SessionId};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{ContextParts, ProgressSink, ToolContext};
+use crate::error::ToolError;
+use crate::permission::PermissionEngine;
+use crate::registry::ToolRegistry;
+use crate::todo::{MemoryTodos, TodoStore};
+use crate::tool::ToolResult;
+use crate::workspace::Workspace;
+
+/// How long a cancelled tool may take to return on its own (with its partial output) before
+/// the executor drops it.
+pub const ABORT_GRACE: Duration = Duration::from_secs(2);
+
+/// One call the model made (the fields of `Effect::ExecuteTool` that execution needs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The provider's call id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The normalized input.
+    pub input: JsonObject,
+}
+
+impl ToolCall {
+    /// The call of an `Effect::ExecuteTool`, or `None` for any other effect.
+    pub fn from_effect(effect: &Effect) -> Option<Self> {
+        match effect {
+            Effect::ExecuteTool { call_id, tool, input, .. } => {
+                Some(Self { call_id: call_id.clone(), tool: tool.clone(), input: input.clone() })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Who calls and under which rules: the same for every call of one processor run.
+#[derive(Debug, Clone)]
+pub struct CallScope {
+    /// The calling session.
+    pub session_id: SessionId,
+    /// The assistant message holding the calls.
+    pub message_id: MessageId,
+    /// The agent's name.
+    pub agent: String,
+    /// The agent's rules merged with the session's (what `ctx.ask` evaluates).
+    pub ruleset: Arc<Ruleset>,
+    /// Cancels every call of the scope (the user interrupted).
+    pub abort: CancellationToken,
+}
+
+/// Runs calls of registered tools in a workspace, with a permission engine.
+pub struct ToolExecutor {
+    registry: ToolRegistry,
+    workspace: Arc<Workspace>,
+    permissions: Arc<PermissionEngine>,
+    todos: Arc<dyn TodoStore>,
+    continue_loop_on_deny: bool,
+}
+
+impl std::fmt::Debug for ToolExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolExecutor")
+            .field("registry", &self.registry)
+            .field("root", &self.workspace.root())
+            .field("continue_loop_on_deny", &self.continue_loop_on_deny)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolExecutor {
+    /// An executor for `registry`'s tools confined to `workspace`, asking through `permissions`;
+    /// todo lists are kept in memory.
+    pub fn new(registry: ToolRegistry, workspace: Workspace, permissions: Arc<PermissionEngine>) -> Self {
+        Self {
+            registry,
+            workspace: Arc::new(workspace),
+            permissions,
+            todos: Arc::new(MemoryTodos::default()),
+            continue_loop_on_deny: false,
+        }
+    }
+
+    /// Keeps todo lists in `todos` instead of memory.
+    pub fn with_todos(mut self, todos: Arc<dyn TodoStore>) -> Self {
+        self.todos = todos;
+        self
+    }
+
+    /// Sets `experimental.continue_loop_on_deny` (see [`ToolError::blocks_loop`]).
+    pub fn with_continue_loop_on_deny(mut self, continue_loop_on_deny: bool) -> Self {
+        self.continue_loop_on_deny = continue_loop_on_deny;
+        self
+    }
+
+    /// The registered tools.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The permission engine.
+    pub fn permissions(&self) -> &Arc<PermissionEngine> {
+        &self.permissions
+    }
+
+    /// The todo lists.
+    pub fn todos(&self) -> &Arc<dyn TodoStore> {
+        &self.todos
+    }
+
+    /// `experimental.continue_loop_on_deny`.
+    pub fn continue_loop_on_deny(&self) -> bool {
+        self.continue_loop_on_deny
+    }
+
+    /// True when `error` stops the agent loop under this executor's configuration.
+    pub fn blocks_loop(&self, error: &ToolError) -> bool {
+        error.blocks_loop(self.continue_loop_on_deny)
+    }
+
+    /// Runs one call to its end: the arguments are validated first (the tool never sees bad
+    /// ones), then the tool runs with a context carrying `abort` and `progress`. A cancelled
+    /// tool gets [`ABORT_GRACE`] to return its partial result before it is dropped.
+    pub async fn run(
+        &self,
+        call: &ToolCall,
+        scope: &CallScope,
+        abort: CancellationToken,
+        progress: ProgressSink,
+    ) -> Result<ToolResult, ToolError> {
+        let tool = self.registry.validate(&call.tool, &call.input)?;
+        if abort.is_cancelled() {
+            return Err(ToolError::Aborted);
+        }
+        let ctx = ToolContext::new(ContextParts {
+            session_id: scope.session_id.clone(),
+            message_id: scope.message_id.clone(),
+            call_id: call.call_id.clone(),
+            agent: scope.agent.clone(),
+            workspace: self.workspace.clone(),
+            abort: abort.clone(),
+            progress,
+            permissions: self.permissions.clone(),
+            ruleset: scope.ruleset.clone(),
+            todos: self.todos.clone(),
+        });
+        let execution = tool.execute(call.input.clone(), &ctx);
+        tokio::pin!(execution);
+        tokio::select! {
+            biased;
+            result = &mut execution => result,
+            () = abort.cancelled() => {
+                match tokio::time::timeout(ABORT_GRACE, &mut execution).await {
+                    Ok(result) => result,
+                    Err(_) => Err(ToolError::Aborted),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The registered tools, their schemas and the validation of arguments against them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use session_core::JsonObject;
+
+use crate::error::ToolError;
+use crate::tool::Tool;
+
+/// A tool as a model request lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub parameters: Value,
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+/// The tools a session may call, by name, in registration order.
+#[derive(Default)]
+pub struct ToolRegistry {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry").field("tools", &self.names()).finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool, replacing one of the same name; fails when its schema does not compile.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
+        let schema = tool.parameters();
+        let validator = jsonschema::validator_for(&schema).map_err(|error| ToolError::Failed {
+            message: format!("the schema of tool {} is invalid: {error}", tool.name()),
+        })?;
+        let name = tool.name().to_owned();
+        let entry = Entry { tool, schema, validator };
+        match self.index.get(&name) {
+            Some(&position) => {
+                if let Some(slot) = self.entries.get_mut(position) {
+                    *slot = entry;
+                }
+            }
+            None => {
+                self.index.insert(name, self.entries.len());
+                self.entries.push(entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.entry(name).map(|entry| &entry.tool)
+    }
+
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        self.index.get(name).and_then(|&position| self.entries.get(position))
+    }
+
+    /// The names, in registration order.
+    pub fn names(&self) -> Vec<&str> {
+        self.entries.iter().map(|entry| entry.tool.name()).collect()
+    }
+
+    /// The definitions to send with a model request, leaving out the tools in `disabled`
+    /// (see `session_core::disabled_tools`).
+    pub fn definitions(&self, disabled: &std::collections::BTreeSet<String>) -> Vec<ToolDefinition> {
+        self.entries
+            .iter()
+            .filter(|entry| !disabled.contains(entry.tool.name()))
+            .map(|entry| ToolDefinition {
+                name: entry.tool.name().to_owned(),
+                description: entry.tool.description().to_owned(),
+                parameters: entry.schema.clone(),
+            })
+            .collect()
+    }
+
+    /// Finds the tool and checks `args` against its schema. A failure names each wrong field
+    /// and means the tool must not run.
+    pub fn validate(&self, name: &str, args: &JsonObject) -> Result<Arc<dyn Tool>, ToolError> {
+        let Some(entry) = self.entry(name) else {
+            return Err(ToolError::UnknownTool { name: name.to_owned(), available: self.names().join(", ") });
+        };
+        let instance = Value::Object(args.clone());
+        let problems: Vec<String> = entry
+            .validator
+            .iter_errors(&instance)
+            .map(|error| {
+                let pointer = error.instance_path().as_str().to_owned();
+                let field = pointer.trim_start_matches('/').replace('/', ".");
+                if field.is_empty() { error.to_string() } else { format!("{field}: {error}") }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(entry.tool.clone())
+        } else {
+            Err(ToolError::InvalidArguments { tool: name.to_owned(), details: problems.join("; ") })
+        }
+    }
+}

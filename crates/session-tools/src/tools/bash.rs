@@ -1,0 +1,449 @@
+//! `bash`: runs a shell command in its own process group, with a timeout, cancellation that
+//! kills the whole group (SIGTERM, then SIGKILL), output capped with a notice, and the exit
+//! code and the output so far in the metadata.
+//!
+//! Not a sandbox: the command runs with the user's rights and environment, and can touch
+//! anything the user can. It is governed only by the `bash` permission.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use session_core::JsonObject;
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::{cut_chars, object};
+use crate::context::{PathKind, ToolContext};
+use crate::error::ToolError;
+use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+
+const NAME: &str = "bash";
+/// The timeout when the call gives none (2 minutes).
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// The longest timeout a call may ask for (10 minutes).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The output the model gets is cut after this many characters.
+pub const MAX_OUTPUT_CHARS: usize = 30_000;
+/// How long the process group has between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_millis(200);
+/// At most one progress report per this interval while output streams in.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+/// After the shell exits, how long output still held open by its background children is read.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// Raw bytes kept: enough for `MAX_OUTPUT_CHARS` characters of any UTF-8.
+const MAX_KEPT_BYTES: usize = MAX_OUTPUT_CHARS * 4;
+
+const DESCRIPTION: &str = "Executes a shell command in the workspace (or in workdir) and returns its combined \
+stdout and stderr, with an optional timeout in milliseconds (default 120000, at most 600000). Output longer \
+than 30000 characters is truncated. Commands run with the user's rights: this tool is not sandboxed. Prefer \
+the read, list, glob, grep, edit and write tools over cat, ls, find, grep, sed and echo.";
+
+/// Commands whose path arguments are checked against the workspace (as OpenCode does).
+const PATH_COMMANDS: [&str; 8] = ["cd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown"];
+
+/// Commands whose "always" pattern keeps their subcommand (`git status *`).
+const SUBCOMMAND_TOOLS: [&str; 24] = [
+    "git",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "npx",
+    "cargo",
+    "go",
+    "docker",
+    "kubectl",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "apt",
+    "apt-get",
+    "brew",
+    "gh",
+    "dotnet",
+    "deno",
+    "make",
+    "systemctl",
+    "rustup",
+    "helm",
+];
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct BashArgs {
+    /// The command to execute
+    command: String,
+    /// Optional timeout in milliseconds
+    timeout: Option<u64>,
+    /// The working directory to run the command in. Defaults to the workspace root. Use this instead of 'cd' commands.
+    workdir: Option<String>,
+    /// Clear, concise description of what this command does in 5-10 words. Examples:
+    /// Input: ls
+    /// Output: Lists files in current directory
+    ///
+    /// Input: git status
+    /// Output: Shows working tree status
+    description: String,
+}
+
+/// The `bash` tool. Not a sandbox (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashTool {
+    shell: PathBuf,
+}
+
+impl Default for BashTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BashTool {
+    /// Runs commands with `/bin/bash -c`, or `/bin/sh -c` where bash is missing.
+    pub fn new() -> Self {
+        let bash = Path::new("/bin/bash");
+        Self { shell: if bash.exists() { bash.to_path_buf() } else { PathBuf::from("/bin/sh") } }
+    }
+
+    /// Runs commands with `shell -c`.
+    pub fn with_shell(shell: impl Into<PathBuf>) -> Self {
+        Self { shell: shell.into() }
+    }
+}
+
+/// Splits a command line into its simple commands (at unquoted `;`, `&`, `|`, newlines and
+/// parentheses) and each into words, quotes removed. A rough parse, good enough for
+/// permission patterns; the shell remains the authority on what runs.
+pub(crate) fn split_commands(line: &str) -> Vec<Vec<String>> {
+    let mut commands = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars().peekable();
+    let mut quote: Option<char> = None;
+    let end_word = |word: &mut String, in_word: &mut bool, words: &mut Vec<String>| {
+        if *in_word {
+            words.push(std::mem::take(word));
+            *in_word = false;
+        }
+    };
+    while let Some(ch) = chars.next() {
+        match quote {
+            Some(q) if ch == q => quote = None,
+            Some('"') if ch == '\\' => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            Some(_) => word.push(ch),
+            None => match ch {
+                '\'' | '"' => {
+                    quote = Some(ch);
+                    in_word = true;
+                }
+                '\\' => {
+                    if let Some(next) = chars.next() {
+                        word.push(next);
+                        in_word = true;
+                    }
+                }
+                '&' if word.ends_with('>') || word.ends_with('<') => word.push(ch),
+                ';' | '&' | '|' | '\n' | '(' | ')' => {
+                    end_word(&mut word, &mut in_word, &mut words);
+                    if !words.is_empty() {
+                        commands.push(std::mem::take(&mut words));
+                    }
+                }
+                c if c.is_whitespace() => end_word(&mut word, &mut in_word, &mut words),
+                c => {
+                    word.push(c);
+                    in_word = true;
+                }
+            },
+        }
+    }
+    end_word(&mut word, &mut in_word, &mut words);
+    if !words.is_empty() {
+        commands.push(words);
+    }
+    commands
+}
+
+/// The "always" pattern of a simple command: its name (and subcommand for tools that have
+/// them) followed by ` *`.
+fn always_pattern(words: &[String]) -> Option<String> {
+    let head = words.first()?;
+    if SUBCOMMAND_TOOLS.contains(&head.as_str())
+        && let Some(sub) = words.iter().skip(1).find(|w| !w.starts_with('-'))
+    {
+        return Some(format!("{head} {sub} *"));
+    }
+    Some(format!("{head} *"))
+}
+
+/// Output collected from both pipes, in arrival order, kept up to a cap.
+#[derive(Default)]
+struct Collected {
+    kept: Vec<u8>,
+    total: usize,
+}
+
+impl Collected {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len();
+        let room = MAX_KEPT_BYTES.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+
+    /// The text so far, cut to `MAX_OUTPUT_CHARS`, and whether anything was cut.
+    fn text(&self) -> (String, bool) {
+        let text = String::from_utf8_lossy(&self.kept);
+        let (head, cut) = cut_chars(&text, MAX_OUTPUT_CHARS);
+        (head.to_owned(), cut || self.total > self.kept.len())
+    }
+}
+
+fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid {
+        // ESRCH (the group is gone already) is the expected failure.
+        if let Err(error) = killpg(pgid, signal)
+            && error != nix::errno::Errno::ESRCH
+        {
+            tracing::debug!(?error, ?signal, "killpg failed");
+        }
+    }
+}
+
+async fn pump(mut reader: impl tokio::io::AsyncRead + Unpin, sender: mpsc::Sender<Vec<u8>>) {
+    let mut buffer = vec![0u8; 8192];
+    loop {
+        match reader.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if sender.send(buffer[..n].to_vec()).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        schema_for::<BashArgs>()
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let args: BashArgs = parse_args(NAME, args)?;
+        let workdir =
+            ctx.resolve_path(args.workdir.as_deref().unwrap_or(""), PathKind::Directory).await?.path;
+        let commands = split_commands(&args.command);
+        for words in &commands {
+            let Some(head) = words.first() else { continue };
+            if !PATH_COMMANDS.contains(&head.as_str()) {
+                continue;
+            }
+            for arg in words.iter().skip(1) {
+                if arg.starts_with('-') || (head == "chmod" && arg.starts_with('+')) {
+                    continue;
+                }
+                let joined = if arg.starts_with('/') || arg.starts_with('~') {
+                    arg.clone()
+                } else {
+                    workdir.join(arg).to_string_lossy().into_owned()
+                };
+                let kind = if head == "cd" { PathKind::Directory } else { PathKind::File };
+                match ctx.workspace().resolve(&joined) {
+                    Ok(resolved) => ctx.check_external(&resolved.path, kind).await?,
+                    // A path we cannot place (`~` without a known home) counts as outside.
+                    Err(_) => ctx.check_external(Path::new(arg), kind).await?,
+                }
+            }
+        }
+        let mut patterns: Vec<String> = commands.iter().map(|words| words.join(" ")).collect();
+        let mut always: Vec<String> = commands.iter().filter_map(|words| always_pattern(words)).collect();
+        patterns.dedup();
+        always.sort();
+        always.dedup();
+        if patterns.is_empty() {
+            patterns.push(args.command.clone());
+        }
+        ctx.ask_for(NAME, patterns, always, object([("command", Value::String(args.command.clone()))]))
+            .await?;
+        self.run(&args, &workdir, ctx).await
+    }
+}
+
+impl BashTool {
+    async fn run(&self, args: &BashArgs, workdir: &Path, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
+        let description = Value::String(args.description.clone());
+        let mut child = tokio::process::Command::new(&self.shell)
+            .arg("-c")
+            .arg(&args.command)
+            .current_dir(workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| ToolError::io("spawn", self.shell.to_string_lossy(), e))?;
+        let pgid = child.id().and_then(|pid| i32::try_from(pid).ok()).map(Pid::from_raw);
+        let (sender, mut chunks) = mpsc::channel::<Vec<u8>>(64);
+        let mut pumps = Vec::new();
+        if let Some(stdout) = child.stdout.take() {
+            pumps.push(tokio::spawn(pump(stdout, sender.clone())));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            pumps.push(tokio::spawn(pump(stderr, sender.clone())));
+        }
+        drop(sender);
+
+        let report = |collected: &Collected| {
+            let (text, _) = collected.text();
+            ctx.metadata(
+                None,
+                Some(object([("output", Value::String(text)), ("description", description.clone())])),
+            );
+        };
+        let mut collected = Collected::default();
+        report(&collected);
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        let mut last_report = Instant::now();
+        let mut pending_report = false;
+        let (mut timed_out, mut aborted) = (false, false);
+        let mut status: Option<std::process::ExitStatus> = None;
+        let mut drain_until: Option<Instant> = None;
+        let mut streams_open = true;
+        // Set when the group must be killed: SIGTERM was sent, SIGKILL follows at this instant.
+        let mut kill_at: Option<Instant> = None;
+        let far = Instant::now() + Duration::from_secs(86_400 * 365);
+
+        loop {
+            if status.is_some() && !streams_open {
+                break;
+            }
+            tokio::select! {
+                chunk = chunks.recv(), if streams_open => match chunk {
+                    Some(bytes) => {
+                        collected.push(&bytes);
+                        if last_report.elapsed() >= PROGRESS_INTERVAL {
+                            report(&collected);
+                            last_report = Instant::now();
+                            pending_report = false;
+                        } else {
+                            pending_report = true;
+                        }
+                    }
+                    None => streams_open = false,
+                },
+                exit = child.wait(), if status.is_none() => {
+                    status = Some(exit.map_err(|e| ToolError::io("wait for", &args.command, e))?);
+                    drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
+                }
+                () = tokio::time::sleep_until(deadline), if !timed_out && !aborted && status.is_none() => {
+                    timed_out = true;
+                    signal_group(pgid, Signal::SIGTERM);
+                    kill_at = Some(Instant::now() + KILL_GRACE);
+                }
+                () = ctx.abort().cancelled(), if !aborted && !timed_out && status.is_none() => {
+                    aborted = true;
+                    // The output so far goes into the part now, in case cleanup gives up on us.
+                    while let Ok(bytes) = chunks.try_recv() {
+                        collected.push(&bytes);
+                    }
+                    report(&collected);
+                    signal_group(pgid, Signal::SIGTERM);
+                    kill_at = Some(Instant::now() + KILL_GRACE);
+                }
+                () = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
+                    signal_group(pgid, Signal::SIGKILL);
+                    kill_at = None;
+                }
+                () = tokio::time::sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() && streams_open => {
+                    // Background children still hold the pipes: stop reading them.
+                    streams_open = false;
+                }
+                () = tokio::time::sleep_until(last_report + PROGRESS_INTERVAL), if pending_report => {
+                    report(&collected);
+                    last_report = Instant::now();
+                    pending_report = false;
+                }
+            }
+        }
+        if kill_at.is_some() {
+            // The shell is gone; finish off the group it leaves behind after a kill request.
+            signal_group(pgid, Signal::SIGKILL);
+        }
+        for pump in pumps {
+            pump.abort();
+        }
+        while let Ok(bytes) = chunks.try_recv() {
+            collected.push(&bytes);
+        }
+
+        let (mut output, truncated) = collected.text();
+        if truncated {
+            output.push_str("\n\n(Output was truncated due to length limit)");
+        }
+        if timed_out {
+            output.push_str(&format!("\n\n(Command timed out after {timeout_ms} ms)"));
+        }
+        if aborted {
+            output.push_str("\n\n(Command was aborted)");
+        }
+        let exit = status.and_then(|s| s.code()).map_or(Value::Null, Value::from);
+        let mut metadata = object([
+            ("output", Value::String(output.clone())),
+            ("exit", exit),
+            ("description", description),
+            ("truncated", Value::Bool(truncated)),
+        ]);
+        if timed_out {
+            metadata.insert("timedOut".into(), Value::Bool(true));
+        }
+        if aborted {
+            metadata.insert("aborted".into(), Value::Bool(true));
+        }
+        Ok(ToolResult::new(args.description.clone(), output, metadata))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_commands_and_quotes() {
+        let commands = split_commands("cd 'a b' && git status -s | grep x; echo \"q;u\" 2>&1 &");
+        assert_eq!(
+            commands,
+            vec![
+                vec!["cd".to_owned(), "a b".to_owned()],
+                vec!["git".into(), "status".into(), "-s".into()],
+                vec!["grep".into(), "x".into()],
+                vec!["echo".into(), "q;u".into(), "2>&1".into()],
+            ]
+        );
+        assert_eq!(always_pattern(&commands[1]), Some("git status *".into()));
+        assert_eq!(always_pattern(&commands[2]), Some("grep *".into()));
+    }
+}

@@ -1,0 +1,170 @@
+//! `edit`: exact string replacement in a file, a unique match required unless `replaceAll`,
+//! with a unified diff in the metadata.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use session_core::JsonObject;
+use similar::{ChangeTag, TextDiff};
+
+use super::object;
+use crate::context::{PathKind, ToolContext};
+use crate::error::ToolError;
+use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+
+const NAME: &str = "edit";
+
+const DESCRIPTION: &str = "Performs exact string replacements in a file. oldString must match the file's text \
+exactly, including whitespace and indentation, and must occur exactly once unless replaceAll is true. An empty \
+oldString creates the file with newString as its content. The filePath may be absolute or relative to the \
+workspace root.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct EditArgs {
+    /// The absolute path to the file to modify
+    file_path: String,
+    /// The text to replace
+    old_string: String,
+    /// The text to replace it with (must be different from oldString)
+    new_string: String,
+    /// Replace all occurrences of oldString (default false)
+    replace_all: Option<bool>,
+}
+
+/// The `edit` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EditTool;
+
+/// A unified diff between two texts and its line counts.
+pub(crate) struct FileDiff {
+    pub(crate) patch: String,
+    pub(crate) additions: usize,
+    pub(crate) deletions: usize,
+}
+
+pub(crate) fn diff(path: &str, old: &str, new: &str) -> FileDiff {
+    let diff = TextDiff::from_lines(old, new);
+    let patch = diff.unified_diff().context_radius(3).header(path, path).to_string();
+    let (mut additions, mut deletions) = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Insert => additions += 1,
+            ChangeTag::Delete => deletions += 1,
+            ChangeTag::Equal => {}
+        }
+    }
+    FileDiff { patch, additions, deletions }
+}
+
+pub(crate) fn filediff_json(path: &str, diff: &FileDiff) -> Value {
+    Value::Object(object([
+        ("file", Value::String(path.to_owned())),
+        ("patch", Value::String(diff.patch.clone())),
+        ("additions", Value::from(diff.additions)),
+        ("deletions", Value::from(diff.deletions)),
+    ]))
+}
+
+fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| ToolError::io("read", shown, e))?;
+    if bytes.contains(&0) {
+        return Err(ToolError::BinaryFile { path: shown.to_owned() });
+    }
+    String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: shown.to_owned() })
+}
+
+/// Replaces `old` in `content`: exactly one occurrence, or all of them with `all`.
+fn replace(content: &str, old: &str, new: &str, all: bool) -> Result<String, ToolError> {
+    let count = content.matches(old).count();
+    match count {
+        0 => Err(ToolError::EditNotFound),
+        1 => Ok(content.replacen(old, new, 1)),
+        _ if all => Ok(content.replace(old, new)),
+        _ => Err(ToolError::EditNotUnique { count }),
+    }
+}
+
+#[async_trait]
+impl Tool for EditTool {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        schema_for::<EditArgs>()
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let args: EditArgs = parse_args(NAME, args)?;
+        if args.old_string == args.new_string {
+            return Err(ToolError::EditNoChange);
+        }
+        let resolved = ctx.resolve_path(&args.file_path, PathKind::File).await?;
+        let path = resolved.path.clone();
+        let shown = path.to_string_lossy().into_owned();
+        let relative = resolved.display(ctx.workspace());
+        let meta = tokio::fs::metadata(&path).await.ok();
+        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+            return Err(ToolError::IsDirectory { path: shown });
+        }
+        let (old_content, new_content) = if args.old_string.is_empty() {
+            let old = match &meta {
+                Some(_) => read_text(&path, &shown)?,
+                None => String::new(),
+            };
+            (old, args.new_string.clone())
+        } else {
+            if meta.is_none() {
+                return Err(ToolError::NotFound { path: shown, suggestions: Vec::new() });
+            }
+            let old = read_text(&path, &shown)?;
+            // Match line endings the way the file has them.
+            let crlf = old.contains("\r\n");
+            let convert = |text: &str| {
+                let normalized = text.replace("\r\n", "\n");
+                if crlf { normalized.replace('\n', "\r\n") } else { normalized }
+            };
+            let new = replace(
+                &old,
+                &convert(&args.old_string),
+                &convert(&args.new_string),
+                args.replace_all == Some(true),
+            )?;
+            (old, new)
+        };
+        let file_diff = diff(&shown, &old_content.replace("\r\n", "\n"), &new_content.replace("\r\n", "\n"));
+        ctx.ask_for(
+            "edit",
+            vec![relative.clone()],
+            vec!["*".into()],
+            object([
+                ("filepath", Value::String(shown.clone())),
+                ("diff", Value::String(file_diff.patch.clone())),
+            ]),
+        )
+        .await?;
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| ToolError::io("create directory", &shown, e))?;
+        }
+        tokio::fs::write(&path, new_content.as_bytes())
+            .await
+            .map_err(|e| ToolError::io("write", &shown, e))?;
+        let metadata = object([
+            ("diagnostics", Value::Object(JsonObject::new())),
+            ("diff", Value::String(file_diff.patch.clone())),
+            ("filediff", filediff_json(&shown, &file_diff)),
+        ]);
+        ctx.metadata(None, Some(metadata.clone()));
+        Ok(ToolResult::new(relative, "Edit applied successfully.", metadata))
+    }
+}

@@ -1,0 +1,182 @@
+//! `grep`: a regex over file contents, in-process, respecting `.gitignore`, capped with a
+//! notice.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use session_core::JsonObject;
+
+use super::read::MAX_LINE_LENGTH;
+use super::search::{RESULT_LIMIT, collect, contained_target, overrides, walker};
+use super::{blocking, cut_chars, object};
+use crate::context::{PathKind, ToolContext};
+use crate::error::ToolError;
+use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+
+const NAME: &str = "grep";
+
+const DESCRIPTION: &str = "Fast content search that works with any codebase size. Searches file contents with a \
+regular expression (full regex syntax, e.g. \"log.*Error\", \"function\\s+\\w+\") and returns matching lines \
+with their file paths and line numbers. Filter files with include (e.g. \"*.js\", \"*.{ts,tsx}\"). Files \
+ignored by .gitignore and binary files are skipped. At most 100 matches are returned.";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct GrepArgs {
+    /// The regex pattern to search for in file contents
+    pattern: String,
+    /// The directory to search in. Defaults to the current working directory.
+    path: Option<String>,
+    /// File pattern to include in the search (e.g. "*.js", "*.{ts,tsx}")
+    include: Option<String>,
+}
+
+/// The `grep` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GrepTool;
+
+struct Hit {
+    path: PathBuf,
+    line: u64,
+    text: String,
+}
+
+fn searcher() -> Searcher {
+    SearcherBuilder::new().line_number(true).binary_detection(BinaryDetection::quit(b'\x00')).build()
+}
+
+/// Searches one file; stops after `limit` hits.
+fn search_file(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    path: &Path,
+    shown: &Path,
+    limit: usize,
+) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    let sink = Lossy(|line, text: &str| {
+        let text = text.trim_end_matches(['\n', '\r']);
+        let (head, long) = cut_chars(text, MAX_LINE_LENGTH);
+        let text = if long { format!("{head}...") } else { head.to_owned() };
+        hits.push(Hit { path: shown.to_path_buf(), line, text });
+        Ok(hits.len() <= limit)
+    });
+    // Unreadable files are skipped, as ripgrep skips them.
+    let _ = searcher.search_path(matcher, path, sink);
+    hits
+}
+
+#[async_trait]
+impl Tool for GrepTool {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        schema_for::<GrepArgs>()
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let args: GrepArgs = parse_args(NAME, args)?;
+        if args.pattern.is_empty() {
+            return Err(ToolError::invalid("pattern is required"));
+        }
+        ctx.ask_for(
+            NAME,
+            vec![args.pattern.clone()],
+            vec!["*".into()],
+            object([
+                ("pattern", Value::String(args.pattern.clone())),
+                ("path", args.path.clone().map_or(Value::Null, Value::String)),
+                ("include", args.include.clone().map_or(Value::Null, Value::String)),
+            ]),
+        )
+        .await?;
+        let requested = ctx.workspace().resolve(args.path.as_deref().unwrap_or(""))?;
+        let Ok(meta) = tokio::fs::metadata(&requested.path).await else {
+            return Err(ToolError::invalid(format!(
+                "Search path not found: {}",
+                args.path.as_deref().unwrap_or(&ctx.root().to_string_lossy())
+            )));
+        };
+        let kind = if meta.is_dir() { PathKind::Directory } else { PathKind::File };
+        ctx.check_external(&requested.path, kind).await?;
+        let matcher = RegexMatcherBuilder::new().line_terminator(Some(b'\n')).build(&args.pattern).map_err(
+            |error| ToolError::invalid(format!("Invalid regex pattern {:?}: {error}", args.pattern)),
+        )?;
+        let root = ctx.root().to_path_buf();
+        let search = requested.path.clone();
+        let cancel = ctx.abort().clone();
+        let pattern = args.pattern.clone();
+        let include = args.include;
+        let (mut hits, truncated) = blocking(move || {
+            if meta.is_file() {
+                let mut hits = search_file(&mut searcher(), &matcher, &search, &search, RESULT_LIMIT + 1);
+                let truncated = hits.len() > RESULT_LIMIT;
+                hits.truncate(RESULT_LIMIT);
+                return Ok((hits, truncated));
+            }
+            let overrides = include.map(|glob| overrides(&search, &[glob])).transpose()?;
+            let builder = walker(&search, overrides);
+            Ok(collect(&builder, RESULT_LIMIT, &cancel, || {
+                let mut searcher = searcher();
+                let matcher = matcher.clone();
+                let root = root.clone();
+                move |entry: &ignore::DirEntry| {
+                    let target = if entry.path_is_symlink() {
+                        match contained_target(entry, &root) {
+                            Some(target) => target,
+                            None => return Vec::new(),
+                        }
+                    } else {
+                        entry.path().to_path_buf()
+                    };
+                    search_file(&mut searcher, &matcher, &target, entry.path(), RESULT_LIMIT + 1)
+                }
+            }))
+        })
+        .await?;
+        if hits.is_empty() {
+            return Ok(ToolResult::new(
+                pattern,
+                "No files found",
+                object([("matches", Value::from(0)), ("truncated", Value::Bool(false))]),
+            ));
+        }
+        hits.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
+        let mut output = vec![format!(
+            "Found {} matches{}",
+            hits.len(),
+            if truncated { " (more matches available)" } else { "" }
+        )];
+        let mut current: Option<&Path> = None;
+        for hit in &hits {
+            if current != Some(hit.path.as_path()) {
+                if current.is_some() {
+                    output.push(String::new());
+                }
+                current = Some(hit.path.as_path());
+                output.push(format!("{}:", hit.path.display()));
+            }
+            output.push(format!("  Line {}: {}", hit.line, hit.text));
+        }
+        if truncated {
+            output.push(String::new());
+            output.push("(Results truncated. Consider using a more specific path or pattern.)".into());
+        }
+        Ok(ToolResult::new(
+            pattern,
+            output.join("\n"),
+            object([("matches", Value::from(hits.len())), ("truncated", Value::Bool(truncated))]),
+        ))
+    }
+}

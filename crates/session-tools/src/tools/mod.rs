@@ -1,0 +1,78 @@
+//! The built-in tools, with OpenCode's names and parameter names.
+
+mod bash;
+mod edit;
+mod glob;
+mod grep;
+mod list;
+mod read;
+mod search;
+mod todo;
+mod write;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use session_core::JsonObject;
+
+use crate::error::ToolError;
+use crate::registry::ToolRegistry;
+use crate::tool::Tool;
+
+pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, KILL_GRACE, MAX_OUTPUT_CHARS, MAX_TIMEOUT_MS};
+pub use edit::EditTool;
+pub use glob::GlobTool;
+pub use grep::GrepTool;
+pub use list::ListTool;
+pub use read::{MAX_LINE_LENGTH, MAX_READ_BYTES, ReadTool};
+pub use search::RESULT_LIMIT;
+pub use todo::{TodoReadTool, TodoWriteTool};
+pub use write::WriteTool;
+
+/// Every built-in tool: read, write, edit, list, glob, grep, bash, todowrite, todoread.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadTool),
+        Arc::new(WriteTool),
+        Arc::new(EditTool),
+        Arc::new(ListTool),
+        Arc::new(GlobTool),
+        Arc::new(GrepTool),
+        Arc::new(BashTool::new()),
+        Arc::new(TodoWriteTool),
+        Arc::new(TodoReadTool),
+    ]
+}
+
+/// A registry holding every built-in tool.
+pub fn builtin_registry() -> Result<ToolRegistry, ToolError> {
+    let mut registry = ToolRegistry::new();
+    for tool in builtin_tools() {
+        registry.register(tool)?;
+    }
+    Ok(registry)
+}
+
+/// Builds a JSON object from key/value pairs.
+pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> JsonObject {
+    pairs.into_iter().map(|(key, value)| (key.to_owned(), value)).collect()
+}
+
+/// Runs blocking filesystem work off the async threads.
+pub(crate) async fn blocking<T, F>(work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| ToolError::Failed { message: format!("a blocking task failed: {error}") })?
+}
+
+/// Truncates `text` to at most `max` characters; returns whether it was cut.
+pub(crate) fn cut_chars(text: &str, max: usize) -> (&str, bool) {
+    match text.char_indices().nth(max) {
+        Some((index, _)) => (&text[..index], true),
+        None => (text, false),
+    }
+}

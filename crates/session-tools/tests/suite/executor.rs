@@ -1,0 +1,162 @@
+//! Argument validation before a tool runs, unknown tools, schemas, result values and the
+//! failure kinds the processor sees.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use pretty_assertions::assert_eq;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use session_core::{JsonObject, PermissionError, ToolFailure, derive_output};
+use session_tools::{
+    PermissionEngine, ReplyLater, Tool, ToolCompletion, ToolContext, ToolError, ToolExecutor, ToolRegistry,
+    ToolResult, Workspace, builtin_registry, parse_args, schema_for,
+};
+
+use super::support::{Fixture, obj};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct CountArgs {
+    /// A file
+    file_path: String,
+    /// How many
+    count: Option<u32>,
+}
+
+struct Counting(Arc<AtomicUsize>);
+
+#[async_trait]
+impl Tool for Counting {
+    fn name(&self) -> &str {
+        "counting"
+    }
+    fn description(&self) -> &str {
+        "Counts its runs"
+    }
+    fn parameters(&self) -> Value {
+        schema_for::<CountArgs>()
+    }
+    async fn execute(&self, args: JsonObject, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let args: CountArgs = parse_args("counting", args)?;
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolResult::new(args.file_path, format!("ran {:?}", args.count), JsonObject::new()))
+    }
+}
+
+#[tokio::test]
+async fn arguments_failing_the_schema_never_reach_the_tool() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(Counting(runs.clone()))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let executor = ToolExecutor::new(
+        registry,
+        Workspace::new(dir.path()).unwrap(),
+        Arc::new(PermissionEngine::new(Arc::new(ReplyLater))),
+    );
+    let fx = Fixture::new();
+    let scope = fx.scope();
+    let run = |input: Value| {
+        let call =
+            session_tools::ToolCall { call_id: "c".into(), tool: "counting".into(), input: obj(input) };
+        let executor = &executor;
+        let scope = scope.clone();
+        async move {
+            executor.run(&call, &scope, tokio_util::sync::CancellationToken::new(), Default::default()).await
+        }
+    };
+    let missing = run(json!({"count": 1})).await.unwrap_err();
+    assert!(matches!(missing, ToolError::InvalidArguments { .. }));
+    let text = missing.to_string();
+    assert!(text.starts_with("The counting tool was called with invalid arguments: "), "{text}");
+    assert!(text.contains("\"filePath\" is a required property"), "{text}");
+    assert!(text.ends_with("Please rewrite the input so it satisfies the expected schema."), "{text}");
+    let wrong = run(json!({"filePath": "a", "count": "three"})).await.unwrap_err();
+    assert!(wrong.to_string().contains("count: \"three\" is not of type \"integer\""), "{wrong}");
+    let negative = run(json!({"filePath": "a", "count": -1})).await.unwrap_err();
+    assert!(negative.to_string().contains("count: "), "{negative}");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the tool never ran");
+    run(json!({"filePath": "a", "count": 2})).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(missing.failure(), ToolFailure::Other);
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_an_error_naming_the_available_ones() {
+    let fx = Fixture::new();
+    let error = fx.run("teleport", json!({})).await.unwrap_err();
+    assert!(matches!(error, ToolError::UnknownTool { .. }));
+    assert_eq!(
+        error.to_string(),
+        "Model tried to call unavailable tool 'teleport'. Available tools: read, write, edit, list, glob, grep, bash, todowrite, todoread."
+    );
+}
+
+#[tokio::test]
+async fn builtin_schemas_use_opencode_parameter_names() {
+    let registry = builtin_registry().unwrap();
+    let definitions = registry.definitions(&Default::default());
+    let read = definitions.iter().find(|d| d.name == "read").unwrap();
+    assert_eq!(
+        read.parameters,
+        json!({
+            "type": "object",
+            "properties": {
+                "filePath": {"description": "The absolute path to the file or directory to read", "type": "string"},
+                "offset": {"description": "The line number to start reading from (1-indexed)", "type": "integer", "minimum": 1},
+                "limit": {"description": "The maximum number of lines to read (defaults to 2000)", "type": "integer", "minimum": 1}
+            },
+            "required": ["filePath"]
+        })
+    );
+    let names = |tool: &str| -> Vec<String> {
+        let definition = definitions.iter().find(|d| d.name == tool).unwrap();
+        definition.parameters["properties"].as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(names("edit"), vec!["filePath", "oldString", "newString", "replaceAll"]);
+    assert_eq!(names("write"), vec!["content", "filePath"]);
+    assert_eq!(names("grep"), vec!["pattern", "path", "include"]);
+    assert_eq!(names("glob"), vec!["pattern", "path"]);
+    assert_eq!(names("list"), vec!["path", "ignore"]);
+    assert_eq!(names("bash"), vec!["command", "timeout", "workdir", "description"]);
+    assert_eq!(names("todowrite"), vec!["todos"]);
+    let disabled = session_core::disabled_tools(
+        registry.names(),
+        &[session_core::Rule::new("edit", "*", session_core::Action::Deny)],
+    );
+    let left: Vec<String> = registry.definitions(&disabled).into_iter().map(|d| d.name).collect();
+    assert_eq!(left, vec!["read", "list", "glob", "grep", "bash", "todowrite", "todoread"]);
+}
+
+#[test]
+fn results_and_errors_become_the_events_the_processor_reads() {
+    let mut metadata = JsonObject::new();
+    metadata.insert("exit".into(), json!(0));
+    let result = ToolResult::new("title", "out", metadata.clone());
+    assert_eq!(result.to_value().value, json!({"output": "out", "title": "title", "metadata": {"exit": 0}}));
+    let derived = derive_output("bash", result.to_value());
+    assert_eq!(
+        (derived.title.as_str(), derived.output.as_str(), derived.metadata),
+        ("title", "out", metadata)
+    );
+
+    let event = ToolCompletion {
+        call_id: "c1".into(),
+        tool: "edit".into(),
+        result: Err(ToolError::Permission(PermissionError::Rejected)),
+    }
+    .into_event();
+    assert_eq!(
+        serde_json::to_value(&event).unwrap(),
+        json!({"type": "tool-error", "id": "c1", "name": "edit", "message": session_core::PERMISSION_REJECTED_TEXT, "error": "permission-rejected"})
+    );
+    let corrected = ToolError::Permission(PermissionError::Corrected { feedback: "no".into() });
+    assert_eq!(corrected.failure(), ToolFailure::Other);
+    assert_eq!(
+        ToolError::QuestionRejected(session_core::QuestionRejectedError).failure(),
+        ToolFailure::QuestionRejected
+    );
+}
