@@ -11,7 +11,9 @@
 //!   on one event's size;
 //! - [`LlmError`], whose provider failures are classified by session-core's classifier;
 //! - the model [`Catalog`]: a models.dev snapshot embedded in the binary, plus presets for
-//!   local OpenAI-compatible servers.
+//!   local OpenAI-compatible servers;
+//! - [`ScriptedProvider`]: a [`Provider`] that plays a script (the peers' format) in process,
+//!   through the same parsers as HTTP, for the demo, replays and fast tests.
 //!
 //! It deliberately does not own what happens to the events (session-core's processor), the
 //! retry policy and its delays (session-core's `retry`, driven by the runtime), the history
@@ -42,6 +44,7 @@ mod openai_chat;
 mod openai_responses;
 mod provider;
 mod request;
+mod scripted;
 mod sse;
 mod stream;
 mod transport;
@@ -59,6 +62,12 @@ pub use provider::{
     HttpProvider, Provider, ProviderConfig, build_request, call, default_base_url, http_request,
 };
 pub use request::{BuiltRequest, LlmRequest, ProviderOptions, ToolSpec};
+pub use scripted::{
+    DEFAULT_CHUNK_CHARS, Fault, FaultAction, FaultKind, FaultScope, OpKind, Plan, PlannedResponse, Reply,
+    ReplyCall, ReplyUsage, RequestFacts, RequestKind, Script, ScriptCall, ScriptError, ScriptModel, ScriptOp,
+    ScriptRunner, ScriptUsage, ScriptedProvider, ScriptedRequest, StreamFault, Turn, WireEnding, WireStream,
+    classify, error_body, history_violations, overflow_body, summary_marker, turn_from_history, wire_stream,
+};
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseError, SseEvent};
 pub use stream::{
     ByteStream, DEFAULT_IDLE_TIMEOUT, LlmStream, SseStream, StreamLimits, event_stream, parse_stream,

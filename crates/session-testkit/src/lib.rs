@@ -1,4 +1,22 @@
 //! Test support for the session runtime (not published).
 //!
-//! This crate will hold the scripted provider server on loopback that speaks the providers'
-//! wire formats, injects faults and checks request invariants (issue 4). It holds no code yet.
+//! [`TestServer`] serves a [`Script`](session_llm::Script) over real HTTP on loopback, in the
+//! wire format of each adapter: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages
+//! and Gemini. It streams with the script's pacing, injects the script's faults on a chosen
+//! request or mid-stream (429 with `retry-after-ms`, `retry-after` seconds or an HTTP date;
+//! 500, 502, 503, 529; a connection reset; a stall; a malformed event; a cut stream; each
+//! provider's context-overflow error), records every request, and checks on each one that
+//! every tool call in the history has its result.
+//!
+//! The choice of reply (turn from the history, faults by request number, tool translation)
+//! and the wire bytes are session-llm's, shared with the in-process
+//! [`ScriptedProvider`](session_llm::ScriptedProvider): a script answers the same in process
+//! and over HTTP. This crate only adds the HTTP side, the request log and the invariant check.
+//! It deliberately holds no assertions about a runtime's behaviour: tests make those.
+
+mod listener;
+mod server;
+mod wire;
+
+pub use server::{RecordedRequest, TestServer, Violation};
+pub use wire::{WireFacts, read as read_request};

@@ -5,5 +5,6 @@ mod edge_cases;
 mod errors;
 mod http;
 mod requests;
+mod scripted;
 mod snapshots;
 mod support;

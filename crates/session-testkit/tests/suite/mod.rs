@@ -1,0 +1,6 @@
+//! Integration tests of the loopback test server.
+
+mod faults;
+mod formats;
+mod log;
+mod support;
