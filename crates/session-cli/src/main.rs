@@ -31,6 +31,59 @@ enum LogLevel {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Runs the whole runtime offline: a scripted model, real tools in a temporary project,
+    /// the embedded SQLite store.
+    Demo {
+        /// Output format: readable text, or the bus events as JSON lines.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Keep the temporary project and database instead of deleting them.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Runs one prompt against a real provider, streaming to the terminal.
+    Run {
+        /// The prompt (read from stdin when absent).
+        prompt: Option<String>,
+        /// The model, as provider/model.
+        #[arg(long, short)]
+        model: Option<String>,
+        /// The agent (build or plan).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Continue this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Send the model's provider requests to this base URL (a local server, a proxy).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// PostgreSQL URL of the session database (default: the embedded SQLite file).
+        #[arg(long)]
+        db: Option<String>,
+        /// Output format: readable text, or the bus events as JSON lines.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Answer permission asks "once" without asking.
+        #[arg(long, conflicts_with = "deny")]
+        yes: bool,
+        /// Reject permission asks without asking.
+        #[arg(long)]
+        deny: bool,
+    },
+    /// Lists, shows, exports, imports or deletes stored sessions.
+    Sessions {
+        /// PostgreSQL URL of the session database (default: the embedded SQLite file).
+        #[arg(long, global = true)]
+        db: Option<String>,
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
+    /// Lists the models of the catalog.
+    Models {
+        /// Only this provider's models.
+        #[arg(long)]
+        provider: Option<String>,
+    },
     /// Replays a recorded provider stream through the adapter and the processor (no tools run).
     Replay {
         /// The wire format of the recording.
@@ -44,6 +97,32 @@ enum Command {
         model: Option<String>,
         /// The recorded SSE body.
         file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsAction {
+    /// Lists sessions, newest first.
+    List,
+    /// Shows a session's messages.
+    Show {
+        /// Session id.
+        id: String,
+    },
+    /// Writes a session as one JSON document to stdout.
+    Export {
+        /// Session id.
+        id: String,
+    },
+    /// Stores a session from an exported JSON document.
+    Import {
+        /// The exported file.
+        file: PathBuf,
+    },
+    /// Deletes a session and everything under it.
+    Delete {
+        /// Session id.
+        id: String,
     },
 }
 
@@ -144,14 +223,164 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
+            // A closed stdout (`session demo | head`) is the reader's choice, not a failure.
+            let broken_pipe = error.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
             eprintln!("session: {error:#}");
             ExitCode::FAILURE
         }
     }
 }
 
+fn data_dir(
+    env: &std::collections::HashMap<String, String>,
+    home: Option<&std::path::Path>,
+) -> Result<PathBuf> {
+    if let Some(xdg) = env.get("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(xdg).join("session"));
+    }
+    home.map(|home| home.join(".local/share/session"))
+        .context("cannot find a data folder: set HOME or XDG_DATA_HOME")
+}
+
+fn async_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 fn run(command: Command) -> Result<ExitCode> {
     match command {
+        Command::Run { prompt, model, agent, session, base_url, db, format, yes, deny } => {
+            use std::io::{IsTerminal as _, Read as _};
+            let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+            let prompt = match prompt {
+                Some(prompt) => prompt,
+                None if !std::io::stdin().is_terminal() => {
+                    let mut text = String::new();
+                    std::io::stdin().read_to_string(&mut text).context("reading the prompt from stdin")?;
+                    text
+                }
+                None => anyhow::bail!("no prompt: pass it as an argument or on stdin"),
+            };
+            if prompt.trim().is_empty() {
+                anyhow::bail!("the prompt is empty");
+            }
+            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let home = env.get("HOME").map(PathBuf::from);
+            let ask = if yes {
+                session_cli::AskMode::Yes
+            } else if deny {
+                session_cli::AskMode::Deny
+            } else if interactive {
+                session_cli::AskMode::Terminal
+            } else {
+                session_cli::AskMode::Fail
+            };
+            let options = session_cli::RunOptions {
+                prompt,
+                model,
+                agent,
+                session,
+                base_url,
+                db,
+                format: match format {
+                    Format::Text => session_cli::OutputFormat::Text,
+                    Format::Json => session_cli::OutputFormat::Json,
+                },
+                ask,
+                cwd: std::env::current_dir().context("cannot read the working directory")?,
+                data_dir: data_dir(&env, home.as_deref())?,
+                home,
+                env,
+            };
+            let code = async_runtime()?.block_on(session_cli::run_prompt(options, std::io::stdout()))?;
+            Ok(ExitCode::from(code))
+        }
+        Command::Sessions { db, action } => {
+            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let home = env.get("HOME").map(PathBuf::from);
+            let data = data_dir(&env, home.as_deref())?;
+            std::fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
+            async_runtime()?.block_on(async move {
+                let store = session_cli::open_store(db.as_deref(), &data).await?;
+                let mut stdout = std::io::stdout().lock();
+                match action {
+                    SessionsAction::List => session_cli::sessions::list(store.as_ref(), &mut stdout).await?,
+                    SessionsAction::Show { id } => {
+                        session_cli::sessions::show(store.as_ref(), &id, &mut stdout).await?
+                    }
+                    SessionsAction::Export { id } => {
+                        session_cli::sessions::export(store.as_ref(), &id, &mut stdout).await?;
+                    }
+                    SessionsAction::Import { file } => {
+                        let id = session_cli::sessions::import(store.as_ref(), &file).await?;
+                        writeln!(stdout, "{id}")?;
+                    }
+                    SessionsAction::Delete { id } => {
+                        for deleted in session_cli::sessions::delete(store.as_ref(), &id).await? {
+                            writeln!(stdout, "deleted {deleted}")?;
+                        }
+                    }
+                }
+                store.close().await?;
+                anyhow::Ok(ExitCode::SUCCESS)
+            })
+        }
+        Command::Models { provider } => {
+            let catalog = session_llm::Catalog::embedded()?;
+            let mut stdout = std::io::stdout().lock();
+            let mut found = false;
+            for entry in
+                catalog.providers().filter(|p| provider.as_deref().is_none_or(|wanted| p.id == wanted))
+            {
+                for model in entry.models.values() {
+                    found = true;
+                    writeln!(
+                        stdout,
+                        "{}/{}\tcontext {}\toutput {}\t${}/${} per 1M tokens",
+                        entry.id,
+                        model.id,
+                        model.limit.context,
+                        model.limit.output,
+                        model.cost.input.normalize(),
+                        model.cost.output.normalize()
+                    )?;
+                }
+            }
+            if !found && let Some(provider) = provider {
+                anyhow::bail!(
+                    "no models listed for provider {provider:?}; `session models` lists every provider"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo { format, keep } => {
+            let dir = tempfile::Builder::new()
+                .prefix("session-demo-")
+                .tempdir()
+                .context("creating a temporary folder")?;
+            let format = match format {
+                Format::Text => session_cli::OutputFormat::Text,
+                Format::Json => session_cli::OutputFormat::Json,
+            };
+            let result =
+                async_runtime()?.block_on(session_cli::run_demo(dir.path(), format, std::io::stdout()));
+            if keep {
+                let kept = dir.keep();
+                eprintln!("session: kept the demo project and database in {}", kept.display());
+            }
+            result?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay { api, format, model, file } => {
             let body = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let model = match model {

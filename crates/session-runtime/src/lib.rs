@@ -1,9 +1,16 @@
 //! The async engine of the session runtime.
 //!
-//! This crate will wire the provider, the store and the tools around session-core's processor,
-//! run the prompt loop with retries, compaction and snapshots (issue 7). It holds no engine yet.
+//! The engine ([`Runtime`], built from [`RuntimeParts`]) wires the provider, the store and the
+//! tools around session-core's processor and runs the agent loop of SPEC 12: one assistant
+//! message per step, retries on the same message (SPEC 7; never a replay after a tool started:
+//! the run stops with the retry-unsafe error), abort with SPEC 8's cleanup, compaction with
+//! replay or continue (SPEC 10), snapshots, patch parts, revert and unrevert (SPEC 13), the
+//! session status (SPEC 11) and the event bus (SPEC 14). One run per session at a time: in
+//! process through a run table ([`RuntimeError::Busy`]), across processes through the store's
+//! lease ([`RuntimeError::LeasedElsewhere`]). Time and sleeping are injected ([`Clock`],
+//! [`Sleeper`]) so that backoff is tested without waiting.
 //!
-//! It owns the configuration (module `config`, issue 4): the typed configuration with
+//! It also owns the configuration (module `config`, issue 4): the typed configuration with
 //! OpenCode's keys, JSONC parsing, the three layers (user, project, `SESSION_CONFIG`) and their
 //! deep merge, `{env:VAR}` and `{file:path}` substitutions through an injected [`Resolver`],
 //! warnings for unknown keys, errors with key paths for wrong types, and the choice of wire API
@@ -11,10 +18,17 @@
 //! variable: the binary passes them in.
 
 mod config;
+mod engine;
 
 pub use config::{
     AgentConfig, AgentMode, ApiKind, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
     CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig,
     ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, SUPPORTED_PACKAGES,
     TierConfig, Timeout, api_kind, combine, discover, load, merge, parse_layer, substitute, user_config_dir,
+};
+pub use engine::{
+    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HashEntropy, MAX_STEPS_TEXT,
+    MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
+    RuntimeError, RuntimeParts, RuntimeSettings, SessionStatus, Sleeper, Snapshotter, SystemClock,
+    TokioSleeper, environment_prompt, parse_model_ref, utc_date,
 };

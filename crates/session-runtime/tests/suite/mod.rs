@@ -1,3 +1,8 @@
 //! The test modules.
 
 mod config;
+mod engine;
+mod loopback;
+mod process;
+mod revert;
+mod support;

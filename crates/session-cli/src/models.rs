@@ -1,0 +1,161 @@
+//! Providers and models from the catalog and the configuration, for `session run`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use session_llm::{Api, Catalog, CatalogModel, HttpProvider, HttpTransport, ReqwestTransport, StreamLimits};
+use session_runtime::{ApiKind, Config, ModelSource, ProviderEntry};
+
+/// Key variables by wire format, used when neither the catalog nor the config names one.
+fn default_key_vars(api: Api) -> &'static [&'static str] {
+    match api {
+        Api::OpenAiChat | Api::OpenAiResponses => &["OPENAI_API_KEY"],
+        Api::Anthropic => &["ANTHROPIC_API_KEY"],
+        Api::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    }
+}
+
+fn api_of(kind: ApiKind) -> Api {
+    match kind {
+        ApiKind::OpenAiChat => Api::OpenAiChat,
+        ApiKind::OpenAiResponses => Api::OpenAiResponses,
+        ApiKind::Anthropic => Api::Anthropic,
+        ApiKind::Gemini => Api::Gemini,
+    }
+}
+
+/// Everything needed to call one provider.
+#[derive(Debug, Clone)]
+pub struct ResolvedProvider {
+    /// Provider id.
+    pub id: String,
+    /// Its npm package.
+    pub npm: String,
+    /// Its wire format.
+    pub api: Api,
+    /// Where to send requests.
+    pub base_url: String,
+    /// The key, if one was found (never logged or stored).
+    pub api_key: Option<String>,
+    /// The variables that were looked at for the key, for the error message.
+    pub key_vars: Vec<String>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+}
+
+impl ResolvedProvider {
+    /// True for servers on this machine, which need no key.
+    pub fn is_local(&self) -> bool {
+        self.base_url.contains("://127.0.0.1")
+            || self.base_url.contains("://localhost")
+            || self.base_url.contains("://[::1]")
+    }
+}
+
+/// The catalog with the configuration laid over it.
+pub struct ConfiguredModels {
+    catalog: Catalog,
+    config: Config,
+    env: HashMap<String, String>,
+    base_url_override: Option<(String, String)>,
+    /// One HTTP client for every provider: building one loads TLS roots.
+    transport: Arc<dyn HttpTransport>,
+}
+
+impl ConfiguredModels {
+    /// Models from `catalog` and `config`; keys come from `env`; `base_url_override` points one
+    /// provider elsewhere (`--base-url`). Fails when no HTTP client can be built.
+    pub fn new(
+        catalog: Catalog,
+        config: Config,
+        env: HashMap<String, String>,
+        base_url_override: Option<(String, String)>,
+    ) -> Result<Self> {
+        let transport: Arc<dyn HttpTransport> = Arc::new(ReqwestTransport::new()?);
+        Ok(Self { catalog, config, env, base_url_override, transport })
+    }
+
+    /// Resolves a provider, or says clearly why it cannot be used.
+    pub fn resolve_provider(&self, id: &str) -> Result<ResolvedProvider> {
+        let listed = self.catalog.provider(id);
+        let configured = self.config.provider.get(id);
+        if listed.is_none() && configured.is_none() {
+            bail!(
+                "unknown provider {id:?}: it is not in the model catalog; add provider.{id} to your config"
+            );
+        }
+        let npm = configured
+            .and_then(|p| p.npm.clone())
+            .or_else(|| listed.and_then(|p| p.npm.clone()))
+            .unwrap_or_else(|| session_llm::OPENAI_COMPATIBLE_NPM.to_owned());
+        let api = api_of(session_runtime::api_kind(id, &npm)?);
+        let base_url = match &self.base_url_override {
+            Some((provider, url)) if provider == id => url.clone(),
+            _ => configured
+                .and_then(|p| p.base_url().map(str::to_owned))
+                .or_else(|| listed.and_then(|p| p.api.clone()))
+                .unwrap_or_else(|| session_llm::default_base_url(api).to_owned()),
+        };
+        let mut key_vars: Vec<String> = configured
+            .and_then(|p| p.env.clone())
+            .or_else(|| listed.map(|p| p.env.clone()).filter(|vars| !vars.is_empty()))
+            .unwrap_or_default();
+        if key_vars.is_empty() {
+            key_vars = default_key_vars(api).iter().map(|v| (*v).to_owned()).collect();
+        }
+        let api_key = configured
+            .and_then(|p| p.options.api_key.clone())
+            .or_else(|| key_vars.iter().find_map(|var| self.env.get(var).filter(|v| !v.is_empty()).cloned()));
+        let headers = configured
+            .map(|p| p.options.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        Ok(ResolvedProvider { id: id.to_owned(), npm, api, base_url, api_key, key_vars, headers })
+    }
+
+    /// Resolves a model of a provider with the config's limits and prices laid over the catalog's.
+    pub fn resolve_model(&self, provider: &str, model: &str) -> Option<CatalogModel> {
+        let configured = self.config.provider.get(provider).and_then(|p| p.models.get(model));
+        let mut found = self.catalog.resolve(provider, model).or_else(|| {
+            // A provider only the config knows works like an OpenAI-compatible one.
+            self.config.provider.contains_key(provider).then(|| CatalogModel::unknown(model))
+        })?;
+        if let Some(config) = configured {
+            if let Some(limit) = &config.limit {
+                found.limit = limit.resolve(Some(&found.limit));
+            }
+            if let Some(cost) = &config.cost
+                && let Ok(resolved) = cost.resolve(Some(&found.cost))
+            {
+                found.cost = resolved;
+            }
+            if let Some(id) = &config.id {
+                found.id.clone_from(id);
+            }
+        }
+        Some(found)
+    }
+}
+
+impl ModelSource for ConfiguredModels {
+    fn provider(&self, provider_id: &str) -> Option<ProviderEntry> {
+        let resolved = self.resolve_provider(provider_id).ok()?;
+        let retry = self.config.provider.get(provider_id).and_then(|p| p.options.retry.clone());
+        let client = HttpProvider::new(
+            session_llm::ProviderConfig {
+                provider_id: resolved.id.clone(),
+                api: resolved.api,
+                base_url: resolved.base_url.clone(),
+                api_key: resolved.api_key.clone(),
+                headers: resolved.headers.clone(),
+                limits: StreamLimits::default(),
+            },
+            self.transport.clone(),
+        );
+        Some(ProviderEntry { client: Arc::new(client), npm: resolved.npm, retry })
+    }
+
+    fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel> {
+        self.resolve_model(provider_id, model_id)
+    }
+}

@@ -1,0 +1,173 @@
+//! The in-process event bus (SPEC 14): every change a client may show, in order.
+
+use serde::Serialize;
+use serde_json::Value;
+use session_core::{AssistantMessage, Message, MessageError, MessageId, Part, PartId, SessionId};
+use session_store::Session;
+use tokio::sync::broadcast;
+
+use super::status::SessionStatus;
+
+/// One bus event, serialized as `{"type": "...", "properties": {...}}` like OpenCode's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", content = "properties")]
+pub enum BusEvent {
+    /// A session was created.
+    #[serde(rename = "session.created")]
+    SessionCreated {
+        /// The session.
+        info: Box<Session>,
+    },
+    /// A session changed.
+    #[serde(rename = "session.updated")]
+    SessionUpdated {
+        /// The session.
+        info: Box<Session>,
+    },
+    /// A session's status changed.
+    #[serde(rename = "session.status")]
+    SessionStatus {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// Its new status.
+        status: SessionStatus,
+    },
+    /// A session went idle (deprecated twin of the idle status).
+    #[serde(rename = "session.idle")]
+    SessionIdle {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+    },
+    /// Processing failed.
+    #[serde(rename = "session.error")]
+    SessionError {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The error.
+        error: MessageError,
+    },
+    /// A compaction finished and the loop continues.
+    #[serde(rename = "session.compacted")]
+    SessionCompacted {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+    },
+    /// A message was created or changed.
+    #[serde(rename = "message.updated")]
+    MessageUpdated {
+        /// The message.
+        info: Box<Message>,
+    },
+    /// A message was removed (revert cleanup).
+    #[serde(rename = "message.removed")]
+    MessageRemoved {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The removed message.
+        #[serde(rename = "messageID")]
+        message_id: MessageId,
+    },
+    /// A part was removed from a message that stays (revert cleanup).
+    #[serde(rename = "message.part.removed")]
+    PartRemoved {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The message.
+        #[serde(rename = "messageID")]
+        message_id: MessageId,
+        /// The removed part.
+        #[serde(rename = "partID")]
+        part_id: PartId,
+    },
+    /// A part was created or changed.
+    #[serde(rename = "message.part.updated")]
+    PartUpdated {
+        /// The part.
+        part: Box<Part>,
+    },
+    /// Text was appended to a streaming part.
+    #[serde(rename = "message.part.delta")]
+    PartDelta {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The message.
+        #[serde(rename = "messageID")]
+        message_id: MessageId,
+        /// The part.
+        #[serde(rename = "partID")]
+        part_id: PartId,
+        /// The field grown.
+        field: String,
+        /// The appended text.
+        delta: String,
+    },
+    /// A permission ask is waiting for an answer.
+    #[serde(rename = "permission.asked")]
+    PermissionAsked(Value),
+    /// A permission ask was answered.
+    #[serde(rename = "permission.replied")]
+    PermissionReplied(Value),
+}
+
+impl BusEvent {
+    /// The event's type name, such as `message.part.updated`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SessionCreated { .. } => "session.created",
+            Self::SessionUpdated { .. } => "session.updated",
+            Self::SessionStatus { .. } => "session.status",
+            Self::SessionIdle { .. } => "session.idle",
+            Self::SessionError { .. } => "session.error",
+            Self::SessionCompacted { .. } => "session.compacted",
+            Self::MessageUpdated { .. } => "message.updated",
+            Self::MessageRemoved { .. } => "message.removed",
+            Self::PartRemoved { .. } => "message.part.removed",
+            Self::PartUpdated { .. } => "message.part.updated",
+            Self::PartDelta { .. } => "message.part.delta",
+            Self::PermissionAsked(_) => "permission.asked",
+            Self::PermissionReplied(_) => "permission.replied",
+        }
+    }
+
+    /// A `message.updated` event for an assistant message.
+    pub fn assistant(message: &AssistantMessage) -> Self {
+        Self::MessageUpdated { info: Box::new(Message::Assistant(message.clone())) }
+    }
+}
+
+/// Publishes bus events to every subscriber; slow subscribers lose the oldest events.
+#[derive(Debug, Clone)]
+pub struct Bus {
+    sender: broadcast::Sender<BusEvent>,
+}
+
+impl Bus {
+    /// A bus whose subscribers each buffer up to `capacity` events.
+    pub fn new(capacity: usize) -> Self {
+        let (sender, _) = broadcast::channel(capacity.max(1));
+        Self { sender }
+    }
+
+    /// A new subscription that sees every event published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<BusEvent> {
+        self.sender.subscribe()
+    }
+
+    /// Publishes an event (nobody listening is fine).
+    pub fn publish(&self, event: BusEvent) {
+        let _ = self.sender.send(event);
+    }
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Self::new(4096)
+    }
+}

@@ -1,0 +1,20 @@
+//! The engine: bus, status, clock, snapshots, agents, the prompt loop, revert and unrevert.
+
+mod agent;
+mod bus;
+mod clock;
+mod error;
+mod revert;
+mod runtime;
+mod snapshot;
+mod status;
+
+pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt, utc_date};
+pub use bus::{Bus, BusEvent};
+pub use clock::{Clock, HashEntropy, Sleeper, SystemClock, TokioSleeper};
+pub use error::RuntimeError;
+pub use runtime::{
+    ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeParts, RuntimeSettings, parse_model_ref,
+};
+pub use snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, NoSnapshots, Snapshotter};
+pub use status::SessionStatus;

@@ -1,0 +1,282 @@
+//! The engine against the loopback test server: real HTTP through `HttpProvider`, the provider's
+//! own error bodies and headers, a real store and real tools. Every test checks that each tool
+//! call the runtime sent had its result (`assert_invariants`).
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use session_core::{Action, FinishReason, Message, MessageError, PartKind, Reply, Rule, ToolStatus};
+use session_llm::{Fault, FaultKind, FaultScope, RequestKind};
+use session_runtime::{BusEvent, SessionStatus};
+use session_testkit::TestServer;
+
+use super::support::{FixedClock, Setup, history, http, is_user, rig, say, script, text_of, tool_states};
+
+const ONE_ANSWER: &str = r#"{"turns": [{"text": "Hello after the wait."}]}"#;
+const TWO_ANSWERS: &str = r#"{"turns": [{"text": "First answer."}, {"text": "Second answer."}]}"#;
+const READ_THEN_ANSWER: &str = r#"{"turns": [
+    {"text": "Reading.", "calls": [{"op": "read", "path": "notes.txt"}]},
+    {"text": "Carried on."}]}"#;
+
+fn statuses(server: &TestServer) -> Vec<Option<u16>> {
+    server.requests().iter().map(|r| r.status).collect()
+}
+
+fn kinds(server: &TestServer) -> Vec<RequestKind> {
+    server.requests().iter().map(|r| r.kind).collect()
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_seconds_waits_that_long() {
+    let mut fault = Fault::new(1, FaultKind::RateLimited);
+    fault.retry_after = Some("2".to_owned());
+    let server = TestServer::start(script(ONE_ANSWER).with_fault(fault)).await.unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let mut events = rig.runtime.bus().subscribe();
+    let reply = rig.runtime.prompt(&session.id, say("hi")).await.unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
+    assert_eq!(rig.sleeper.sleeps(), [Duration::from_secs(2)]);
+    assert_eq!(statuses(&server), [Some(429), Some(200)]);
+    let mut retries = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let BusEvent::SessionStatus { status: SessionStatus::Retry { attempt, message, .. }, .. } = event {
+            retries.push((attempt, message));
+        }
+    }
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert_eq!(retries[0].0, 1);
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_as_an_http_date_waits_until_then() {
+    // The runtime's clock is injected and stopped on a whole second, so the wait is exact.
+    let now_ms = 1_800_000_000_000;
+    let mut fault = Fault::new(1, FaultKind::RateLimited);
+    let until = UNIX_EPOCH + Duration::from_millis(now_ms) + Duration::from_secs(5);
+    fault.retry_after = Some(httpdate::fmt_http_date(until));
+    let server = TestServer::start(script(ONE_ANSWER).with_fault(fault)).await.unwrap();
+    let mut setup = Setup::new(http(&server));
+    setup.clock = Arc::new(FixedClock(now_ms));
+    let rig = rig(setup).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let reply = rig.runtime.prompt(&session.id, say("hi")).await.unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
+    assert_eq!(rig.sleeper.sleeps(), [Duration::from_secs(5)]);
+    assert_eq!(statuses(&server), [Some(429), Some(200)]);
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_500_then_success_retries_once_with_backoff() {
+    let server = TestServer::start(script(ONE_ANSWER).with_fault(Fault::new(1, FaultKind::ServerError)))
+        .await
+        .unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let reply = rig.runtime.prompt(&session.id, say("hi")).await.unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
+    assert!(reply.error.is_none());
+    let sleeps = rig.sleeper.sleeps();
+    assert_eq!(sleeps.len(), 1);
+    // The first backoff is 2 s plus up to 25 % jitter (SPEC 7.1).
+    assert!((Duration::from_millis(2000)..=Duration::from_millis(2500)).contains(&sleeps[0]), "{sleeps:?}");
+    assert_eq!(statuses(&server), [Some(500), Some(200)]);
+    // Retried on the same assistant message: one user, one assistant.
+    let messages = history(&rig.store, &session.id).await;
+    assert_eq!(messages.len(), 2);
+    assert_eq!(text_of(&messages[1]), "Hello after the wait.");
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_provider_overflow_compacts_and_replays_the_user_message() {
+    // Main request 2 (the second prompt) is rejected as too large.
+    let server =
+        TestServer::start(script(TWO_ANSWERS).with_fault(Fault::new(2, FaultKind::Overflow))).await.unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    rig.runtime.prompt(&session.id, say("first task")).await.unwrap();
+    let mut events = rig.runtime.bus().subscribe();
+    let reply = rig.runtime.prompt(&session.id, say("second task")).await.unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
+    assert!(reply.error.is_none(), "{reply:?}");
+    assert_eq!(
+        kinds(&server),
+        [RequestKind::Main, RequestKind::Main, RequestKind::Summary, RequestKind::Main]
+    );
+    assert_eq!(statuses(&server), [Some(200), Some(400), Some(200), Some(200)]);
+
+    let messages = history(&rig.store, &session.id).await;
+    let summary_at = messages
+        .iter()
+        .position(|m| matches!(&m.info, Message::Assistant(a) if a.is_summary()))
+        .expect("a summary");
+    let originals: Vec<_> =
+        messages[..summary_at].iter().filter(|m| is_user(m) && text_of(m) == "second task").collect();
+    assert_eq!(originals.len(), 1, "the original request stays before the summary");
+    // SPEC 10.2 step 2: the replayed user message is a copy placed after the summary.
+    let replayed = &messages[summary_at + 1];
+    assert!(is_user(replayed));
+    assert_eq!(text_of(replayed), "second task");
+    assert_ne!(replayed.info.id(), originals[0].info.id());
+    assert_eq!(text_of(messages.last().unwrap()), "Second answer.");
+
+    // The request after compaction carries the summary and the replayed message, not the old turn.
+    let last = server.requests().last().unwrap().body.to_string();
+    assert!(last.contains("Summary of the session so far") && last.contains("second task"), "{last}");
+    assert!(!last.contains("First answer."), "{last}");
+    let mut compacted = false;
+    while let Ok(event) = events.try_recv() {
+        compacted |= matches!(event, BusEvent::SessionCompacted { .. });
+    }
+    assert!(compacted);
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_compaction_that_overflows_stops_with_too_large_to_compact() {
+    // Request 2 (the second prompt) and request 3 (its summary) both overflow.
+    let mut fault = Fault::new(2, FaultKind::Overflow);
+    fault.at = vec![2, 3];
+    fault.of = FaultScope::All;
+    let server = TestServer::start(script(TWO_ANSWERS).with_fault(fault)).await.unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    rig.runtime.prompt(&session.id, say("first task")).await.unwrap();
+    let reply = rig.runtime.prompt(&session.id, say("second task")).await.unwrap();
+    assert!(reply.is_summary());
+    assert_eq!(reply.finish, Some(FinishReason::Error));
+    match &reply.error {
+        Some(MessageError::ContextOverflowError { message, .. }) => {
+            assert_eq!(message, session_core::REPLAY_TOO_LARGE_TEXT);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(kinds(&server), [RequestKind::Main, RequestKind::Main, RequestKind::Summary]);
+    assert!(!rig.runtime.is_busy(&session.id));
+    let stored = history(&rig.store, &session.id).await;
+    let summary = stored.iter().find(|m| m.info.id() == &reply.id).expect("the summary is stored");
+    let Message::Assistant(summary) = &summary.info else { panic!("{summary:?}") };
+    assert_eq!(summary.error, reply.error);
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+/// Runs a read the rules deny or ask about; returns the assistant texts, the number of
+/// requests and the permissions the user was asked.
+async fn permission_run(
+    rule: Action,
+    reply: Reply,
+    continue_loop_on_deny: bool,
+) -> (Vec<String>, usize, Vec<String>) {
+    let server = TestServer::start(script(READ_THEN_ANSWER)).await.unwrap();
+    let mut setup = Setup::new(http(&server));
+    // Not "*": a tool denied for every pattern is not even offered to the model.
+    setup.rules = vec![Rule::new("read", "*notes.txt", rule)];
+    setup.reply = reply;
+    setup.continue_loop_on_deny = continue_loop_on_deny;
+    let rig = rig(setup).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    rig.runtime.prompt(&session.id, say("read the notes")).await.unwrap();
+    let messages = history(&rig.store, &session.id).await;
+    assert_eq!(tool_states(&messages), [("read".to_owned(), ToolStatus::Error)]);
+    let texts = messages.iter().filter(|m| !is_user(m)).map(text_of).collect();
+    let requests = server.requests().len();
+    let asked = rig.asker.asked.lock().unwrap().clone();
+    server.assert_invariants();
+    server.shutdown().await;
+    (texts, requests, asked)
+}
+
+#[tokio::test]
+async fn a_user_rejection_blocks_the_loop_by_default() {
+    let (texts, requests, asked) = permission_run(Action::Ask, Reply::Reject, false).await;
+    assert_eq!(asked, ["read"]);
+    assert_eq!(requests, 1, "no step after the rejection");
+    assert_eq!(texts, ["Reading."]);
+}
+
+#[tokio::test]
+async fn a_user_rejection_continues_with_continue_loop_on_deny() {
+    let (texts, requests, asked) = permission_run(Action::Ask, Reply::Reject, true).await;
+    assert_eq!(asked, ["read"]);
+    assert_eq!(requests, 2);
+    assert_eq!(texts, ["Reading.", "Carried on."]);
+}
+
+#[tokio::test]
+async fn a_denial_by_rule_is_a_tool_error_the_model_sees() {
+    // SPEC 1.2/3: only a rejection blocks; a rule's denial is an error result and the loop goes
+    // on, with or without `continue_loop_on_deny`.
+    for continue_loop_on_deny in [false, true] {
+        let (texts, requests, asked) = permission_run(Action::Deny, Reply::Once, continue_loop_on_deny).await;
+        assert!(asked.is_empty(), "a rule's denial asks nobody");
+        assert_eq!(requests, 2, "continue_loop_on_deny={continue_loop_on_deny}");
+        assert_eq!(texts, ["Reading.", "Carried on."]);
+    }
+}
+
+/// A short label for the events the order test checks.
+fn label(event: &BusEvent) -> Option<String> {
+    Some(match event {
+        BusEvent::MessageUpdated { info } => match info.as_ref() {
+            Message::User(_) => "user".to_owned(),
+            Message::Assistant(a) => match a.finish {
+                Some(finish) => format!("assistant:{}", serde_json::to_value(finish).ok()?.as_str()?),
+                None => return None,
+            },
+        },
+        BusEvent::SessionStatus { status: SessionStatus::Busy, .. } => "busy".to_owned(),
+        BusEvent::SessionStatus { status: SessionStatus::Idle, .. } => "idle".to_owned(),
+        BusEvent::SessionIdle { .. } => "session.idle".to_owned(),
+        BusEvent::PartUpdated { part } => match &part.kind {
+            PartKind::StepStart(_) => "step-start".to_owned(),
+            PartKind::StepFinish(_) => "step-finish".to_owned(),
+            PartKind::Tool(tool) => {
+                format!("tool:{}", serde_json::to_value(tool.state.status()).ok()?.as_str()?)
+            }
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+#[tokio::test]
+async fn bus_events_of_a_tool_step_come_in_order() {
+    let server = TestServer::start(script(
+        r#"{"turns": [{"calls": [{"op": "list", "path": "."}]}, {"text": "Listed."}]}"#,
+    ))
+    .await
+    .unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let mut events = rig.runtime.bus().subscribe();
+    rig.runtime.prompt(&session.id, say("list")).await.unwrap();
+    let mut labels = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        labels.extend(label(&event));
+    }
+    let at =
+        |name: &str| labels.iter().position(|l| l == name).unwrap_or_else(|| panic!("{name}: {labels:?}"));
+    assert_eq!(labels.first().map(String::as_str), Some("user"), "{labels:?}");
+    assert!(at("user") < at("busy"), "{labels:?}");
+    assert!(at("busy") < at("step-start"), "{labels:?}");
+    assert!(at("step-start") < at("tool:pending"), "{labels:?}");
+    assert!(at("tool:pending") < at("tool:running"), "{labels:?}");
+    assert!(at("tool:running") < at("tool:completed"), "{labels:?}");
+    assert!(at("step-start") < at("step-finish"), "{labels:?}");
+    assert!(at("step-finish") < at("assistant:tool-calls"), "{labels:?}");
+    assert!(at("tool:completed") < at("assistant:stop"), "{labels:?}");
+    assert!(at("assistant:tool-calls") < at("assistant:stop"), "{labels:?}");
+    // Idle comes once, last: the status, then the deprecated twin.
+    assert_eq!(labels.iter().filter(|l| *l == "idle").count(), 1, "{labels:?}");
+    assert_eq!(&labels[labels.len() - 2..], ["idle", "session.idle"], "{labels:?}");
+    server.assert_invariants();
+    server.shutdown().await;
+}

@@ -1,0 +1,205 @@
+//! What differs between SQLite and PostgreSQL: a few SQL fragments (money, row locks, the
+//! write transaction's BEGIN) and the migrations. Everything else is one text for both: both
+//! accept `$n` placeholders, `ON CONFLICT ... DO UPDATE` and `TRUE`/`FALSE`.
+
+use std::sync::OnceLock;
+
+use sqlx::migrate::Migrator;
+use sqlx::{Postgres, Sqlite};
+
+use crate::bulk::BulkSql;
+
+/// The statements of one backend.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    /// Opens a write transaction (SQLite takes the write lock at once, so a busy wait happens
+    /// up front instead of failing on lock upgrade).
+    pub begin_write: &'static str,
+    /// Opens a read transaction that sees one snapshot across its statements.
+    pub begin_read: &'static str,
+    /// What surrounds a placeholder written to a money column.
+    pub money_in: (&'static str, &'static str),
+    /// Long statements use `?` placeholders: SQLite looks a `$n` name up by scanning the
+    /// statement's names, which costs the square of the count on a 448-value insert.
+    pub positional: bool,
+    pub insert_session: &'static str,
+    pub select_session: &'static str,
+    pub session_exists: &'static str,
+    pub update_session: &'static str,
+    pub touch_session: &'static str,
+    pub list_sessions: &'static str,
+    pub child_sessions: &'static str,
+    pub delete_session: &'static str,
+    pub insert_message: &'static str,
+    pub insert_part: &'static str,
+    pub select_messages: &'static str,
+    pub select_parts: &'static str,
+    pub select_part: &'static str,
+    pub message_ids_from: &'static str,
+    pub message_ids_after: &'static str,
+    pub part_ids_from: &'static str,
+    pub delete_message: &'static str,
+    pub delete_parts_from: &'static str,
+    pub select_lease: &'static str,
+    pub set_lease: &'static str,
+    pub release_lease: &'static str,
+    pub renew_leases: &'static str,
+    pub expired_leases: &'static str,
+    pub open_parts: &'static str,
+    pub close_part: &'static str,
+    pub open_messages: &'static str,
+    pub close_message: &'static str,
+}
+
+/// Builds a statement set from the fragments that differ: how a decimal text is written to
+/// and read from the money columns, and the row lock suffix of a read-for-update.
+macro_rules! statements {
+    (begin: $begin:literal, read: $read:literal, positional: $positional:literal,
+     money_in: ($mi_open:literal, $mi_close:literal),
+     money_out: $money_out:literal, lock: $lock:literal) => {
+        Sql {
+            begin_write: $begin,
+            begin_read: $read,
+            money_in: ($mi_open, $mi_close),
+            positional: $positional,
+            insert_session: "INSERT INTO sessions (id, project_id, directory, parent_id, title, time_created, \
+                             time_updated, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            select_session: "SELECT id, parent_id, title, time_created, time_updated, data \
+                             FROM sessions WHERE id = $1",
+            session_exists: "SELECT id FROM sessions WHERE id = $1",
+            update_session: "UPDATE sessions SET title = $2, time_updated = $3, data = $4 WHERE id = $1",
+            touch_session: "UPDATE sessions SET time_updated = $2 WHERE id = $1 AND time_updated < $2",
+            list_sessions: "SELECT id, parent_id, title, time_created, time_updated, data FROM sessions \
+                            WHERE ($1 IS NULL OR directory = $1) AND ($2 = FALSE OR parent_id IS NULL) \
+                            AND ($3 IS NULL OR time_updated < $3 OR (time_updated = $3 AND id > $4)) \
+                            ORDER BY time_updated DESC, id ASC LIMIT $5",
+            child_sessions: "SELECT id FROM sessions WHERE parent_id = $1",
+            delete_session: "DELETE FROM sessions WHERE id = $1",
+            insert_message: concat!(
+                "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES ($1, $2, $3, $4, ",
+                $mi_open, "$5", $mi_close, ", $6)"
+            ),
+            insert_part: concat!(
+                "INSERT INTO parts (id, session_id, message_id, type, open, cost, data) \
+                 VALUES ($1, $2, $3, $4, $5, ",
+                $mi_open, "$6", $mi_close, ", $7)"
+            ),
+            select_messages: concat!(
+                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 ORDER BY id"
+            ),
+            select_parts: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out,
+                ", data FROM parts WHERE session_id = $1 ORDER BY id"
+            ),
+            select_part: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out, ", data FROM parts WHERE id = $1"
+            ),
+            message_ids_from: "SELECT id FROM messages WHERE session_id = $1 AND id >= $2 ORDER BY id",
+            message_ids_after: "SELECT id FROM messages WHERE session_id = $1 AND id > $2 ORDER BY id",
+            part_ids_from: "SELECT id FROM parts WHERE message_id = $1 AND id >= $2 ORDER BY id",
+            delete_message: "DELETE FROM messages WHERE id = $1",
+            delete_parts_from: "DELETE FROM parts WHERE message_id = $1 AND id >= $2",
+            select_lease: concat!("SELECT lease_owner, lease_expires FROM sessions WHERE id = $1", $lock),
+            set_lease: "UPDATE sessions SET lease_owner = $2, lease_expires = $3 WHERE id = $1",
+            release_lease: "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL \
+                            WHERE id = $1 AND lease_owner = $2",
+            renew_leases: "UPDATE sessions SET lease_expires = $2 WHERE lease_owner = $1",
+            expired_leases: "SELECT id FROM sessions WHERE lease_owner IS NOT NULL AND lease_expires < $1 \
+                             ORDER BY id",
+            open_parts: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out,
+                ", data FROM parts WHERE session_id = $1 AND open ORDER BY id"
+            ),
+            close_part: "UPDATE parts SET open = FALSE, data = $2 WHERE id = $1",
+            open_messages: concat!(
+                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 AND open \
+                 ORDER BY id"
+            ),
+            close_message: "UPDATE messages SET open = FALSE, data = $2 WHERE id = $1",
+        }
+    };
+}
+
+static SQLITE_SQL: Sql = statements!(
+    begin: "BEGIN IMMEDIATE",
+    read: "BEGIN",
+    positional: true,
+    money_in: ("", ""),
+    money_out: "cost",
+    lock: ""
+);
+
+static POSTGRES_SQL: Sql = statements!(
+    begin: "BEGIN",
+    read: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+    positional: false,
+    money_in: ("CAST(", " AS NUMERIC)"),
+    money_out: "CAST(cost AS TEXT)",
+    lock: " FOR UPDATE"
+);
+
+static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+static SQLITE_BULK: OnceLock<BulkSql> = OnceLock::new();
+static POSTGRES_BULK: OnceLock<BulkSql> = OnceLock::new();
+
+/// The PostgreSQL statements (for tests of statement building).
+#[cfg(test)]
+pub(crate) fn postgres_sql() -> &'static Sql {
+    &POSTGRES_SQL
+}
+
+/// The SQLite statements (for tests of statement building).
+#[cfg(test)]
+pub(crate) fn sqlite_sql() -> &'static Sql {
+    &SQLITE_SQL
+}
+
+/// A database the store runs on.
+pub(crate) trait Backend: sqlx::Database {
+    /// Its statements.
+    fn sql() -> &'static Sql;
+    /// Its multi-row statements.
+    fn bulk() -> &'static BulkSql;
+    /// Rows changed by a statement.
+    fn rows_affected(result: &Self::QueryResult) -> u64;
+}
+
+impl Backend for Sqlite {
+    fn sql() -> &'static Sql {
+        &SQLITE_SQL
+    }
+
+    fn bulk() -> &'static BulkSql {
+        BulkSql::of(&SQLITE_BULK, &SQLITE_SQL)
+    }
+
+    fn rows_affected(result: &Self::QueryResult) -> u64 {
+        result.rows_affected()
+    }
+}
+
+impl Backend for Postgres {
+    fn sql() -> &'static Sql {
+        &POSTGRES_SQL
+    }
+
+    fn bulk() -> &'static BulkSql {
+        BulkSql::of(&POSTGRES_BULK, &POSTGRES_SQL)
+    }
+
+    fn rows_affected(result: &Self::QueryResult) -> u64 {
+        result.rows_affected()
+    }
+}
+
+/// The embedded SQLite migrations.
+pub(crate) fn sqlite_migrator() -> &'static Migrator {
+    &SQLITE_MIGRATOR
+}
+
+/// The embedded PostgreSQL migrations.
+pub(crate) fn postgres_migrator() -> &'static Migrator {
+    &POSTGRES_MIGRATOR
+}

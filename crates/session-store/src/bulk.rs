@@ -1,0 +1,299 @@
+//! Writing rows with few statements. A group of writes is deduplicated by id and sent as
+//! multi-row upserts of up to [`MAX_ROWS`] rows; a group of parts alone is then a single
+//! statement, atomic without a transaction. Statements are counted because each one costs
+//! thread hand-offs (SQLite) or a network round trip (PostgreSQL).
+//!
+//! The ownership guard of an upsert (a message stays in its session, a part in its message)
+//! fails loudly: on a mismatch the conflict clause sets the owner column to NULL, which the
+//! NOT NULL constraint refuses, so the whole statement fails instead of skipping a row.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use sqlx::{Encode, Executor, IntoArguments, Type};
+
+use crate::backend::{Backend, Sql};
+use crate::error::{EntityKind, StoreError, StoreResult};
+use crate::rows::{MessageRow, PartRow};
+use crate::util::to_db;
+use crate::writer::RowWrite;
+
+/// Most rows in one statement.
+pub(crate) const MAX_ROWS: usize = 64;
+
+/// Upserts for 1 to [`MAX_ROWS`] rows, built on first use.
+#[derive(Debug)]
+pub(crate) struct BulkSql {
+    messages: Vec<String>,
+    parts: Vec<String>,
+}
+
+impl BulkSql {
+    fn build(sql: &Sql) -> Self {
+        let (open, close) = sql.money_in;
+        let placeholder = |n: usize| if sql.positional { "?".to_owned() } else { format!("${n}") };
+        let values = |columns: usize, money: usize, rows: usize| {
+            let mut text = String::new();
+            for row in 0..rows {
+                text.push_str(if row == 0 { "(" } else { ", (" });
+                for column in 1..=columns {
+                    if column > 1 {
+                        text.push_str(", ");
+                    }
+                    let n = row * columns + column;
+                    if column == money {
+                        text.push_str(&format!("{open}{}{close}", placeholder(n)));
+                    } else {
+                        text.push_str(&placeholder(n));
+                    }
+                }
+                text.push(')');
+            }
+            text
+        };
+        let messages = (1..=MAX_ROWS)
+            .map(|rows| {
+                format!(
+                    "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES {} \
+                     ON CONFLICT (id) DO UPDATE SET session_id = CASE WHEN messages.session_id = \
+                     excluded.session_id THEN excluded.session_id END, role = excluded.role, \
+                     open = excluded.open, cost = excluded.cost, data = excluded.data",
+                    values(6, 5, rows)
+                )
+            })
+            .collect();
+        let parts = (1..=MAX_ROWS)
+            .map(|rows| {
+                format!(
+                    "INSERT INTO parts (id, session_id, message_id, type, open, cost, data) VALUES {} \
+                     ON CONFLICT (id) DO UPDATE SET message_id = CASE WHEN parts.message_id = \
+                     excluded.message_id THEN excluded.message_id END, type = excluded.type, \
+                     open = excluded.open, cost = excluded.cost, data = excluded.data",
+                    values(7, 6, rows)
+                )
+            })
+            .collect();
+        Self { messages, parts }
+    }
+
+    /// The statements of a backend, built on first use.
+    pub(crate) fn of(cell: &'static OnceLock<BulkSql>, sql: &Sql) -> &'static BulkSql {
+        cell.get_or_init(|| Self::build(sql))
+    }
+
+    fn messages(&self, rows: usize) -> &str {
+        self.messages.get(rows.wrapping_sub(1)).map_or("", String::as_str)
+    }
+
+    fn parts(&self, rows: usize) -> &str {
+        self.parts.get(rows.wrapping_sub(1)).map_or("", String::as_str)
+    }
+}
+
+/// A group of writes, deduplicated: the last write of an id wins, as it would in order.
+#[derive(Debug, Default)]
+pub(crate) struct Plan<'a> {
+    pub messages: Vec<&'a MessageRow>,
+    pub touches: Vec<(&'a str, u64)>,
+    pub parts: Vec<&'a PartRow>,
+}
+
+impl<'a> Plan<'a> {
+    /// Plans `groups`; `None` when an id is written twice with different owners (only writing
+    /// in order gives the right answer then).
+    pub(crate) fn of(groups: &[&'a [RowWrite]]) -> Option<Self> {
+        let mut plan = Plan::default();
+        let mut messages: HashMap<&str, usize> = HashMap::new();
+        let mut parts: HashMap<&str, usize> = HashMap::new();
+        let mut touches: HashMap<&str, usize> = HashMap::new();
+        for row in groups.iter().flat_map(|rows| rows.iter()) {
+            match row {
+                RowWrite::Message(m, touched) => {
+                    match messages.get(m.id.as_str()) {
+                        Some(&at) if plan.messages[at].session_id != m.session_id => return None,
+                        Some(&at) => plan.messages[at] = m,
+                        None => {
+                            messages.insert(&m.id, plan.messages.len());
+                            plan.messages.push(m);
+                        }
+                    }
+                    match touches.get(m.session_id.as_str()) {
+                        Some(&at) => plan.touches[at].1 = plan.touches[at].1.max(*touched),
+                        None => {
+                            touches.insert(&m.session_id, plan.touches.len());
+                            plan.touches.push((&m.session_id, *touched));
+                        }
+                    }
+                }
+                RowWrite::Part(p) => match parts.get(p.id.as_str()) {
+                    Some(&at) if plan.parts[at].message_id != p.message_id => return None,
+                    Some(&at) => plan.parts[at] = p,
+                    None => {
+                        parts.insert(&p.id, plan.parts.len());
+                        plan.parts.push(p);
+                    }
+                },
+            }
+        }
+        Some(plan)
+    }
+
+    /// True when the plan is one statement, atomic by itself: parts only, few enough.
+    pub(crate) fn is_one_statement(&self) -> bool {
+        self.messages.is_empty() && !self.parts.is_empty() && self.parts.len() <= MAX_ROWS
+    }
+
+    /// How many rows it writes.
+    pub(crate) fn len(&self) -> usize {
+        self.messages.len() + self.parts.len()
+    }
+}
+
+fn chunk_sizes(len: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..len).step_by(MAX_ROWS).map(move |start| (start, MAX_ROWS.min(len - start)))
+}
+
+/// Writes a plan: messages, then the sessions they touch, then parts. A failure names the
+/// first row of the statement that failed; write one by one to learn the exact row.
+pub(crate) async fn write_plan<DB>(
+    conn: &mut DB::Connection,
+    plan: &Plan<'_>,
+    bulk: &'static BulkSql,
+) -> StoreResult<()>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> bool: Encode<'q, DB> + Type<DB>,
+{
+    for (start, size) in chunk_sizes(plan.messages.len()) {
+        let rows = &plan.messages[start..start + size];
+        let mut query = sqlx::query::<DB>(bulk.messages(size));
+        for m in rows {
+            query = query
+                .bind(m.id.as_str())
+                .bind(m.session_id.as_str())
+                .bind(m.role)
+                .bind(m.open)
+                .bind(m.cost.as_deref())
+                .bind(m.data.as_str());
+        }
+        let result = query
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| StoreError::on_write(e, EntityKind::Message, &rows[0].id))?;
+        if DB::rows_affected(&result) != size as u64 {
+            return Err(StoreError::AlreadyExists { kind: EntityKind::Message, id: rows[0].id.clone() });
+        }
+    }
+    for (session_id, touched) in &plan.touches {
+        sqlx::query::<DB>(DB::sql().touch_session)
+            .bind(*session_id)
+            .bind(to_db(*touched))
+            .execute(&mut *conn)
+            .await
+            .map_err(StoreError::from_db)?;
+    }
+    for (start, size) in chunk_sizes(plan.parts.len()) {
+        let rows = &plan.parts[start..start + size];
+        let mut query = sqlx::query::<DB>(bulk.parts(size));
+        for p in rows {
+            query = query
+                .bind(p.id.as_str())
+                .bind(p.session_id.as_str())
+                .bind(p.message_id.as_str())
+                .bind(p.kind.as_str())
+                .bind(p.open)
+                .bind(p.cost.as_deref())
+                .bind(p.data.as_str());
+        }
+        let result = query
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| StoreError::on_write(e, EntityKind::Part, &rows[0].id))?;
+        if DB::rows_affected(&result) != size as u64 {
+            return Err(StoreError::AlreadyExists { kind: EntityKind::Part, id: rows[0].id.clone() });
+        }
+    }
+    Ok(())
+}
+
+/// Writes rows one statement each, in order, so that an error names its row.
+pub(crate) async fn write_each<DB>(conn: &mut DB::Connection, rows: &[RowWrite]) -> StoreResult<()>
+where
+    DB: Backend,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> bool: Encode<'q, DB> + Type<DB>,
+{
+    for row in rows {
+        let plan = match row {
+            RowWrite::Message(m, touched) => Plan {
+                messages: vec![m],
+                touches: vec![(m.session_id.as_str(), *touched)],
+                parts: Vec::new(),
+            },
+            RowWrite::Part(p) => Plan { messages: Vec::new(), touches: Vec::new(), parts: vec![p] },
+        };
+        write_plan::<DB>(conn, &plan, DB::bulk()).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(id: &str, message: &str) -> RowWrite {
+        RowWrite::Part(PartRow {
+            id: id.into(),
+            session_id: "ses_1".into(),
+            message_id: message.into(),
+            kind: "text".into(),
+            open: false,
+            cost: None,
+            data: format!("{{\"id\": \"{id}\"}}"),
+        })
+    }
+
+    #[test]
+    fn chunks_cover_every_row_once() {
+        for len in 0..200 {
+            let sizes: Vec<(usize, usize)> = chunk_sizes(len).collect();
+            assert_eq!(sizes.iter().map(|(_, size)| size).sum::<usize>(), len);
+            assert!(sizes.iter().all(|(_, size)| (1..=MAX_ROWS).contains(size)));
+        }
+        assert_eq!(chunk_sizes(70).collect::<Vec<_>>(), vec![(0, 64), (64, 6)]);
+    }
+
+    #[test]
+    fn the_last_write_of_an_id_wins() {
+        let first = [part("prt_1", "msg_1"), part("prt_2", "msg_1")];
+        let second = [part("prt_1", "msg_1")];
+        let plan = Plan::of(&[&first, &second]).unwrap_or_default();
+        assert_eq!(plan.parts.len(), 2);
+        let RowWrite::Part(last) = &second[0] else { unreachable!() };
+        assert!(std::ptr::eq(plan.parts[0], last));
+        assert!(plan.is_one_statement());
+        // An id moving to another message is only decided by writing in order.
+        let moved = [part("prt_1", "msg_2")];
+        assert!(Plan::of(&[&first, &moved]).is_none());
+    }
+
+    #[test]
+    fn statements_number_their_placeholders() {
+        let bulk = BulkSql::build(crate::backend::postgres_sql());
+        assert!(bulk.parts(1).contains("VALUES ($1, $2, $3, $4, $5, CAST($6 AS NUMERIC), $7) ON CONFLICT"));
+        assert!(bulk.messages(2).contains("($7, $8, $9, $10, CAST($11 AS NUMERIC), $12) ON CONFLICT"));
+        assert_eq!(bulk.parts(0), "");
+        assert_eq!(bulk.parts(MAX_ROWS + 1), "");
+        let sqlite = BulkSql::build(crate::backend::sqlite_sql());
+        assert!(sqlite.parts(2).contains("VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?) ON CONFLICT"));
+    }
+}

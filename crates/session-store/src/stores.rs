@@ -1,0 +1,202 @@
+//! The two implementations, `SqliteStore` and `PgStore`, and `open` for a configured database.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use session_core::{Message, MessageId, Part, SessionId};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Postgres, Sqlite};
+
+use crate::backend;
+use crate::config::{DatabaseConfig, PgConfig, SqliteConfig, StoreOptions};
+use crate::document::SessionDocument;
+use crate::engine::Engine;
+use crate::error::{StoreError, StoreResult};
+use crate::model::{
+    Lease, ListSessions, NewSession, PartDelta, RecoveryReport, Removed, RevertPoint, Session,
+    SessionHistory, SessionPage, SessionPatch, StoreStats, WriteBatch,
+};
+use crate::store::{BackendKind, Store};
+
+/// How often a SQLite migration is tried when several processes open a new file at once.
+const MIGRATION_ATTEMPTS: u32 = 5;
+
+/// The store on an embedded SQLite file (WAL; several processes may share it).
+#[derive(Debug)]
+pub struct SqliteStore {
+    engine: Engine<Sqlite>,
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database file, migrates it, and recovers sessions
+    /// whose lease expired.
+    pub async fn open(config: &SqliteConfig, options: StoreOptions) -> StoreResult<Self> {
+        if let Some(folder) = config.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)
+                .map_err(|source| StoreError::Io { path: folder.to_path_buf(), source })?;
+        }
+        let connect = SqliteConnectOptions::new()
+            .filename(&config.path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(config.busy_timeout)
+            .foreign_keys(true)
+            // Reads of long sessions go through a memory map and a 16 MiB page cache.
+            .pragma("mmap_size", "268435456")
+            .pragma("cache_size", "-16384")
+            // One prepared statement per multi-row size and table, and the rest.
+            .statement_cache_capacity(256);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(config.max_connections.max(2))
+            // A local file does not go stale: no round trip before each use.
+            .test_before_acquire(false)
+            .connect_with(connect)
+            .await
+            .map_err(StoreError::from_db)?;
+        let mut attempt = 1;
+        loop {
+            match backend::sqlite_migrator().run(&pool).await {
+                Ok(()) => break,
+                // Another process migrating the same new file at the same moment.
+                Err(_) if attempt < MIGRATION_ATTEMPTS => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(Self { engine: Engine::start(pool, options).await? })
+    }
+}
+
+/// The store on PostgreSQL, shared by several runtime instances.
+#[derive(Debug)]
+pub struct PgStore {
+    engine: Engine<Postgres>,
+}
+
+impl PgStore {
+    /// Connects, creates the configured schema when missing, migrates, and recovers sessions
+    /// whose lease expired.
+    pub async fn open(config: &PgConfig, options: StoreOptions) -> StoreResult<Self> {
+        let schema = config.checked_schema()?;
+        let mut connect = PgConnectOptions::from_str(&config.url)
+            .map_err(|e| StoreError::Config(format!("PostgreSQL URL: {e}")))?
+            .statement_cache_capacity(256);
+        if let Some(schema) = schema {
+            connect = connect.options([("search_path", schema)]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(config.max_connections.max(2))
+            .acquire_timeout(config.acquire_timeout)
+            .connect_with(connect)
+            .await
+            .map_err(StoreError::from_db)?;
+        if let Some(schema) = schema {
+            // The name was checked to be a plain identifier.
+            let create = format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"");
+            if let Err(error) = sqlx::query::<Postgres>(AssertSqlSafe(create)).execute(&pool).await {
+                // Two instances creating it at once: one of them loses the race, harmlessly.
+                let raced = matches!(&error, sqlx::Error::Database(db)
+                    if db.kind() == sqlx::error::ErrorKind::UniqueViolation);
+                if !raced {
+                    return Err(StoreError::from_db(error));
+                }
+            }
+        }
+        backend::postgres_migrator().run(&pool).await?;
+        Ok(Self { engine: Engine::start(pool, options).await? })
+    }
+}
+
+/// Opens the configured database.
+pub async fn open(config: &DatabaseConfig, options: StoreOptions) -> StoreResult<Arc<dyn Store>> {
+    Ok(match config {
+        DatabaseConfig::Sqlite(sqlite) => Arc::new(SqliteStore::open(sqlite, options).await?),
+        DatabaseConfig::Postgres(pg) => Arc::new(PgStore::open(pg, options).await?),
+    })
+}
+
+macro_rules! delegate_store {
+    ($store:ty, $kind:expr) => {
+        #[async_trait]
+        impl Store for $store {
+            fn backend(&self) -> BackendKind {
+                $kind
+            }
+            fn owner(&self) -> &str {
+                self.engine.owner()
+            }
+            fn stats(&self) -> StoreStats {
+                self.engine.stats()
+            }
+            async fn create_session(&self, new: NewSession) -> StoreResult<Session> {
+                self.engine.create_session(new).await
+            }
+            async fn get_session(&self, id: &SessionId) -> StoreResult<Session> {
+                self.engine.get_session(id).await
+            }
+            async fn list_sessions(&self, query: &ListSessions) -> StoreResult<SessionPage> {
+                self.engine.list_sessions(query).await
+            }
+            async fn update_session(&self, id: &SessionId, patch: SessionPatch) -> StoreResult<Session> {
+                self.engine.update_session(id, patch).await
+            }
+            async fn delete_session(&self, id: &SessionId) -> StoreResult<Vec<SessionId>> {
+                self.engine.delete_session(id).await
+            }
+            async fn fork_session(&self, id: &SessionId, at: Option<&MessageId>) -> StoreResult<Session> {
+                self.engine.fork_session(id, at).await
+            }
+            async fn upsert_message(&self, message: &Message) -> StoreResult<()> {
+                self.engine.upsert_message(message).await
+            }
+            async fn upsert_part(&self, part: &Part) -> StoreResult<()> {
+                self.engine.upsert_part(part).await
+            }
+            async fn commit(&self, batch: &WriteBatch) -> StoreResult<()> {
+                self.engine.commit(batch).await
+            }
+            async fn append_delta(&self, delta: PartDelta) -> StoreResult<()> {
+                self.engine.append_delta(delta).await
+            }
+            async fn flush(&self) -> StoreResult<()> {
+                self.engine.flush().await
+            }
+            async fn load_history(&self, session_id: &SessionId) -> StoreResult<SessionHistory> {
+                self.engine.load_history(session_id).await
+            }
+            async fn remove_from(&self, session_id: &SessionId, point: &RevertPoint) -> StoreResult<Removed> {
+                self.engine.remove_from(session_id, point).await
+            }
+            async fn export_session(&self, id: &SessionId) -> StoreResult<SessionDocument> {
+                self.engine.export_session(id).await
+            }
+            async fn import_session(&self, document: &SessionDocument) -> StoreResult<Session> {
+                self.engine.import_session(document).await
+            }
+            async fn acquire_lease(&self, session_id: &SessionId) -> StoreResult<Lease> {
+                self.engine.acquire_lease(session_id).await
+            }
+            async fn release_lease(&self, session_id: &SessionId) -> StoreResult<()> {
+                self.engine.release_lease(session_id).await
+            }
+            async fn lease(&self, session_id: &SessionId) -> StoreResult<Option<Lease>> {
+                self.engine.lease(session_id).await
+            }
+            async fn recover_expired(&self) -> StoreResult<RecoveryReport> {
+                self.engine.recover_expired().await
+            }
+            async fn close(&self) -> StoreResult<()> {
+                self.engine.close().await
+            }
+        }
+    };
+}
+
+delegate_store!(SqliteStore, BackendKind::Sqlite);
+delegate_store!(PgStore, BackendKind::Postgres);

@@ -1,0 +1,132 @@
+//! Small helpers: id making, ISO times, fork titles, integer conversions.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Mutex;
+
+use session_core::{Entropy, IdGenerator, Identifier};
+
+/// SplitMix64, seeded from the process's hash seed, the time and the process id.
+#[derive(Debug)]
+struct SplitMix(u64);
+
+impl Entropy for SplitMix {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Makes ids for the objects the store creates itself (sessions, forked copies).
+#[derive(Debug)]
+pub(crate) struct Ids {
+    inner: Mutex<(IdGenerator, SplitMix)>,
+}
+
+impl Ids {
+    pub(crate) fn new(now_ms: u64) -> Self {
+        Self { inner: Mutex::new((IdGenerator::new(), SplitMix(random_seed(now_ms)))) }
+    }
+
+    pub(crate) fn next<T: Identifier>(&self, now_ms: u64) -> T {
+        let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (generator, entropy) = &mut *guard;
+        generator.next(now_ms, entropy)
+    }
+
+    /// A short random token for owner ids.
+    pub(crate) fn token(&self) -> String {
+        let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        format!("{:012x}", guard.1.next_u64() & 0xffff_ffff_ffff)
+    }
+}
+
+fn random_seed(now_ms: u64) -> u64 {
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(now_ms);
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
+/// Epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`, like JavaScript's `toISOString`.
+pub(crate) fn iso_time(ms: u64) -> String {
+    let millis = ms % 1000;
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (hour, minute, second) = (rest / 3600, (rest % 3600) / 60, rest % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+}
+
+/// OpenCode's default title of a new session.
+pub(crate) fn default_title(child: bool, now_ms: u64) -> String {
+    let prefix = if child { "Child session - " } else { "New session - " };
+    format!("{prefix}{}", iso_time(now_ms))
+}
+
+/// OpenCode's fork title: "T (fork #1)", and "T (fork #n+1)" for a fork of "T (fork #n)".
+pub(crate) fn forked_title(title: &str) -> String {
+    if let Some(stripped) = title.strip_suffix(')')
+        && let Some(index) = stripped.rfind(" (fork #")
+        && let number = &stripped[index + " (fork #".len()..]
+        && !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(n) = number.parse::<u64>()
+    {
+        return format!("{} (fork #{})", &title[..index], n.saturating_add(1));
+    }
+    format!("{title} (fork #1)")
+}
+
+/// Epoch ms as stored (SQL integers are signed).
+pub(crate) fn to_db(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// A stored integer back to epoch ms (negative values read as 0).
+pub(crate) fn from_db(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use session_core::{PartId, SessionId};
+
+    #[test]
+    fn iso_times_match_javascript() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_time(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn fork_titles_count_up() {
+        assert_eq!(forked_title("Fix bug"), "Fix bug (fork #1)");
+        assert_eq!(forked_title("Fix bug (fork #1)"), "Fix bug (fork #2)");
+        assert_eq!(forked_title("Fix bug (fork #x)"), "Fix bug (fork #x) (fork #1)");
+        assert_eq!(forked_title("(fork #9)"), "(fork #9) (fork #1)");
+    }
+
+    #[test]
+    fn ids_have_their_prefix_and_order() {
+        let ids = Ids::new(1_000);
+        let a: PartId = ids.next(1_000);
+        let b: PartId = ids.next(1_000);
+        assert!(a.as_str().starts_with("prt_") && a.as_str() < b.as_str());
+        let s: SessionId = ids.next(1_000);
+        assert!(s.as_str().starts_with("ses_"));
+    }
+}

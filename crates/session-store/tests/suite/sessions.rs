@@ -1,0 +1,280 @@
+//! Sessions: create, get, list with paging, update, delete with everything under it, fork.
+
+use pretty_assertions::assert_eq;
+use rust_decimal::Decimal;
+use serde_json::json;
+use session_core::{Message, SessionId};
+use session_store::{
+    EntityKind, ListSessions, NewSession, RevertRecord, SessionPatch, SessionSummary, StoreError, WriteBatch,
+};
+
+use super::support::{
+    Fx, ManualClock, TestDb, completed, infos, new_session, on_both_backends, options_with_clock, parts,
+};
+
+async fn create_get_update_delete(db: &TestDb) {
+    let store = db.open().await;
+    let created = store.create_session(NewSession::new("p1", "/work")).await.unwrap();
+    assert!(created.title.starts_with("New session - "), "{}", created.title);
+    assert!(created.id.as_str().starts_with("ses_"));
+    assert_eq!(store.get_session(&created.id).await.unwrap(), created);
+
+    let revert = RevertRecord {
+        message_id: session_core::MessageId::new_unchecked("msg_1"),
+        part_id: None,
+        snapshot: Some("abc".into()),
+        diff: None,
+    };
+    let updated = store
+        .update_session(
+            &created.id,
+            SessionPatch {
+                title: Some("Fix the parser".into()),
+                summary: Some(Some(SessionSummary { additions: 3, deletions: 1, files: 2, diffs: None })),
+                revert: Some(Some(revert.clone())),
+                ..SessionPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.title, "Fix the parser");
+    assert_eq!(updated.revert, Some(revert));
+    assert!(updated.time.updated >= created.time.updated);
+    assert_eq!(store.get_session(&created.id).await.unwrap(), updated);
+
+    let cleared = store
+        .update_session(&created.id, SessionPatch { revert: Some(None), ..SessionPatch::default() })
+        .await
+        .unwrap();
+    assert_eq!(cleared.revert, None);
+    assert_eq!(cleared.summary, updated.summary);
+
+    assert_eq!(store.delete_session(&created.id).await.unwrap(), vec![created.id.clone()]);
+    assert!(matches!(
+        store.get_session(&created.id).await,
+        Err(StoreError::NotFound { kind: EntityKind::Session, .. })
+    ));
+    assert!(matches!(store.delete_session(&created.id).await, Err(StoreError::NotFound { .. })));
+    assert!(matches!(
+        store.update_session(&created.id, SessionPatch::default()).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    store.close().await.unwrap();
+}
+
+async fn a_taken_id_is_refused(db: &TestDb) {
+    let store = db.open().await;
+    let session = new_session(store.as_ref()).await;
+    let again = NewSession { id: Some(session.id.clone()), ..NewSession::new("p1", "/work") };
+    assert!(matches!(
+        store.create_session(again).await,
+        Err(StoreError::AlreadyExists { kind: EntityKind::Session, .. })
+    ));
+    let orphan = NewSession {
+        parent_id: Some(SessionId::new_unchecked("ses_missing")),
+        ..NewSession::new("p1", "/w")
+    };
+    assert!(matches!(store.create_session(orphan).await, Err(StoreError::NotFound { .. })));
+    store.close().await.unwrap();
+}
+
+async fn lists_page_by_page_newest_first(db: &TestDb) {
+    let clock = ManualClock::at(1_000_000);
+    let store = db.open_with(options_with_clock(clock.clone())).await;
+    let mut made = Vec::new();
+    for i in 0..25u64 {
+        // Pairs of sessions share an update time, so the id breaks ties.
+        clock.set(1_000_000 + (i / 2) * 10);
+        let directory = if i % 5 == 0 { "/other" } else { "/work" };
+        made.push(store.create_session(NewSession::new("p1", directory)).await.unwrap());
+    }
+    let child = store
+        .create_session(NewSession { parent_id: Some(made[0].id.clone()), ..NewSession::new("p1", "/work") })
+        .await
+        .unwrap();
+    assert!(child.title.starts_with("Child session - "));
+
+    let mut query = ListSessions { limit: 10, ..ListSessions::default() };
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = store.list_sessions(&query).await.unwrap();
+        assert!(page.skipped.is_empty());
+        pages += 1;
+        seen.extend(page.sessions);
+        match page.next {
+            Some(next) => query.after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen.len(), 26);
+    let mut expected: Vec<_> = made.iter().chain([&child]).cloned().collect();
+    expected.sort_by(|a, b| b.time.updated.cmp(&a.time.updated).then(a.id.cmp(&b.id)));
+    let ids = |list: &[session_store::Session]| list.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&seen), ids(&expected));
+
+    let others = store
+        .list_sessions(&ListSessions { directory: Some("/other".into()), ..ListSessions::default() })
+        .await
+        .unwrap();
+    assert_eq!(others.sessions.len(), 5);
+    let roots = store
+        .list_sessions(&ListSessions { roots_only: true, limit: 100, ..ListSessions::default() })
+        .await
+        .unwrap();
+    assert_eq!(roots.sessions.len(), 25);
+    assert!(roots.next.is_none());
+    store.close().await.unwrap();
+}
+
+async fn message_writes_touch_the_session(db: &TestDb) {
+    let clock = ManualClock::at(5_000);
+    let store = db.open_with(options_with_clock(clock.clone())).await;
+    let session = new_session(store.as_ref()).await;
+    assert_eq!(session.time.updated, 5_000);
+    clock.set(9_000);
+    let mut fx = Fx::new(&session.id);
+    store.upsert_message(&fx.user()).await.unwrap();
+    assert_eq!(store.get_session(&session.id).await.unwrap().time.updated, 9_000);
+    store.close().await.unwrap();
+}
+
+async fn delete_takes_children_and_history(db: &TestDb) {
+    let store = db.open().await;
+    let parent = new_session(store.as_ref()).await;
+    let child = store
+        .create_session(NewSession { parent_id: Some(parent.id.clone()), ..NewSession::new("p1", "/work") })
+        .await
+        .unwrap();
+    let grandchild = store
+        .create_session(NewSession { parent_id: Some(child.id.clone()), ..NewSession::new("p1", "/work") })
+        .await
+        .unwrap();
+    let unrelated = new_session(store.as_ref()).await;
+    for session in [&parent, &child, &grandchild, &unrelated] {
+        let mut fx = Fx::new(&session.id);
+        let user = fx.user();
+        let text = fx.text(user.id(), "hello", false);
+        store.commit(&WriteBatch::new().message(user).part(text)).await.unwrap();
+    }
+    let mut deleted = store.delete_session(&parent.id).await.unwrap();
+    deleted.sort();
+    let mut expected = vec![parent.id.clone(), child.id.clone(), grandchild.id.clone()];
+    expected.sort();
+    assert_eq!(deleted, expected);
+    for gone in &expected {
+        assert!(matches!(store.load_history(gone).await, Err(StoreError::NotFound { .. })));
+    }
+    assert_eq!(store.load_history(&unrelated.id).await.unwrap().messages.len(), 1);
+    store.close().await.unwrap();
+}
+
+async fn fork_copies_the_messages_before_a_point(db: &TestDb) {
+    let store = db.open().await;
+    let source = store
+        .create_session(NewSession { title: Some("Refactor".into()), ..NewSession::new("p1", "/work") })
+        .await
+        .unwrap();
+    let mut fx = Fx::new(&source.id);
+    let mut users = Vec::new();
+    for turn in 0..3 {
+        let user = fx.user();
+        let prompt = fx.text(user.id(), &format!("turn {turn}"), false);
+        let mut answer = fx.assistant(user.id());
+        answer.cost = Decimal::new(125, 4);
+        answer.time.completed = Some(fx.now);
+        let tool = fx.tool(&answer.id, &format!("call{turn}"), completed(json!({"cmd": "ls"}), "ok", fx.now));
+        let reply = fx.text(&answer.id, &format!("done {turn}"), false);
+        users.push(user.id().clone());
+        store
+            .commit(
+                &WriteBatch::new()
+                    .message(user)
+                    .message(Message::Assistant(answer))
+                    .part(prompt)
+                    .part(tool)
+                    .part(reply),
+            )
+            .await
+            .unwrap();
+    }
+    let before = store.load_history(&source.id).await.unwrap();
+
+    let fork = store.fork_session(&source.id, Some(&users[1])).await.unwrap();
+    assert_eq!(fork.title, "Refactor (fork #1)");
+    assert_eq!(fork.parent_id.as_ref(), Some(&source.id));
+    assert_eq!(fork.directory, source.directory);
+    let copied = store.load_history(&fork.id).await.unwrap();
+    assert_eq!(copied.messages.len(), 2, "only the first turn is before the fork point");
+    let (user, answer) = (&copied.messages[0], &copied.messages[1]);
+    assert_ne!(user.info.id(), before.messages[0].info.id());
+    let Message::Assistant(answer_info) = &answer.info else { panic!("second message is the answer") };
+    assert_eq!(&answer_info.parent_id, user.info.id(), "the answer points at the copied prompt");
+    assert_eq!(answer_info.cost, Decimal::new(125, 4));
+    assert_eq!(answer.parts.len(), 2);
+    for part in parts(&copied) {
+        assert_eq!(part.session_id, fork.id);
+        assert!(before.messages.iter().flat_map(|m| &m.parts).all(|old| old.id != part.id));
+    }
+    // The kinds and contents are the same apart from ids.
+    let strip = |list: Vec<session_core::Part>| list.into_iter().map(|p| p.kind).collect::<Vec<_>>();
+    assert_eq!(
+        strip(parts(&copied)),
+        strip(before.messages[..2].iter().flat_map(|m| m.parts.clone()).collect())
+    );
+
+    let whole = store.fork_session(&fork.id, None).await.unwrap();
+    assert_eq!(whole.title, "Refactor (fork #2)");
+    assert_eq!(store.load_history(&whole.id).await.unwrap().messages.len(), 2);
+
+    assert_eq!(store.load_history(&source.id).await.unwrap(), before, "the source is unchanged");
+    let missing = session_core::MessageId::new_unchecked("msg_nope");
+    assert!(matches!(
+        store.fork_session(&source.id, Some(&missing)).await,
+        Err(StoreError::NotFound { kind: EntityKind::Message, .. })
+    ));
+    assert_eq!(infos(&store.load_history(&source.id).await.unwrap()).len(), 6);
+    store.close().await.unwrap();
+}
+
+#[test]
+fn session_json_uses_opencode_names() {
+    let session = session_store::Session {
+        id: SessionId::new_unchecked("ses_1"),
+        project_id: "p1".into(),
+        directory: "/work".into(),
+        parent_id: Some(SessionId::new_unchecked("ses_0")),
+        title: "T".into(),
+        version: "0.1.0".into(),
+        summary: Some(SessionSummary { additions: 1, deletions: 2, files: 3, diffs: None }),
+        revert: Some(RevertRecord {
+            message_id: session_core::MessageId::new_unchecked("msg_1"),
+            part_id: Some(session_core::PartId::new_unchecked("prt_1")),
+            snapshot: None,
+            diff: None,
+        }),
+        time: session_store::SessionTime { created: 1, updated: 2, compacting: None, archived: None },
+        extra: serde_json::Map::new(),
+    };
+    assert_eq!(
+        serde_json::to_value(&session).unwrap(),
+        json!({"id": "ses_1", "projectID": "p1", "directory": "/work", "parentID": "ses_0", "title": "T",
+               "version": "0.1.0", "summary": {"additions": 1, "deletions": 2, "files": 3},
+               "revert": {"messageID": "msg_1", "partID": "prt_1"}, "time": {"created": 1, "updated": 2}})
+    );
+    // Fields of other versions (OpenCode's slug, share) are kept.
+    let foreign = json!({"id": "ses_2", "projectID": "p", "directory": "/", "title": "x", "version": "1.15.12",
+                         "slug": "calm-fox", "time": {"created": 1, "updated": 1}});
+    let read: session_store::Session = serde_json::from_value(foreign.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&read).unwrap(), foreign);
+}
+
+on_both_backends!(
+    create_get_update_delete,
+    a_taken_id_is_refused,
+    lists_page_by_page_newest_first,
+    message_writes_touch_the_session,
+    delete_takes_children_and_history,
+    fork_copies_the_messages_before_a_point,
+);
