@@ -32,7 +32,7 @@ pub struct ReplayModel {
 pub struct ReplayError {
     /// The error's kind, such as `Truncated` or `APIError`.
     pub name: String,
-    /// What happened, such as "stream ended before [DONE]".
+    /// What happened, such as "stream ended before `[DONE]`".
     pub message: String,
 }
 
