@@ -8,6 +8,11 @@ use std::mem;
 /// The default bound on one event's size: 16 MiB.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+/// The longest event id kept. Every later event carries the last id, so one huge id line
+/// followed by many small events would multiply memory (65 KB of id and 16,384 empty events
+/// made 2 GB); a longer id is ignored, as one containing NUL is.
+const MAX_ID_BYTES: usize = 1024;
+
 /// The UTF-8 byte order mark, which the SSE format strips once at the start of a stream.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -19,7 +24,8 @@ pub struct SseEvent {
     pub event: Option<String>,
     /// The `data:` lines joined by `\n`.
     pub data: String,
-    /// The last `id:` seen on the stream so far (ids persist across events, per the format).
+    /// The last `id:` seen on the stream so far (ids persist across events, per the format;
+    /// ids containing NUL or longer than 1 KiB are ignored).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The `retry:` field of this event, in milliseconds.
@@ -202,8 +208,8 @@ impl SseDecoder {
                 self.check_size(value.len())?;
                 self.event = if value.is_empty() { None } else { Some(lossy(value)) };
             }
-            // The format ignores ids that contain NUL.
-            b"id" if !value.contains(&0) => {
+            // The format ignores ids that contain NUL; this decoder also ignores huge ones.
+            b"id" if !value.contains(&0) && value.len() <= MAX_ID_BYTES => {
                 self.last_id = if value.is_empty() { None } else { Some(lossy(value)) };
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
@@ -276,6 +282,14 @@ mod tests {
                 SseEvent { event: None, data: "".into(), id: Some("7".into()), retry: None },
             ]
         );
+    }
+
+    #[test]
+    fn huge_ids_are_ignored() {
+        let long = "x".repeat(MAX_ID_BYTES);
+        let body = format!("id: {long}\ndata: a\n\nid: {long}y\ndata: b\n\n");
+        let out = decode(&[body.as_bytes()]);
+        assert_eq!(out.iter().map(|e| e.id.as_deref()).collect::<Vec<_>>(), [Some(&*long), Some(&*long)]);
     }
 
     #[test]

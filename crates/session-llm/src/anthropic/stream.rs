@@ -118,12 +118,14 @@ impl UsageState {
     }
 
     fn to_usage(&self) -> Usage {
-        let input =
-            self.input.map(|input| input + self.cache_read.unwrap_or(0) + self.cache_write.unwrap_or(0));
+        // Saturating: counts come from the wire, and no count may overflow (a panic in debug).
+        let input = self.input.map(|input| {
+            input.saturating_add(self.cache_read.unwrap_or(0)).saturating_add(self.cache_write.unwrap_or(0))
+        });
         Usage {
             input_tokens: input,
             output_tokens: self.output,
-            total_tokens: input.zip(self.output).map(|(i, o)| i + o),
+            total_tokens: input.zip(self.output).map(|(i, o)| i.saturating_add(o)),
             reasoning_tokens: self.thinking,
             cache_read_input_tokens: self.cache_read,
             cache_write_input_tokens: self.cache_write,

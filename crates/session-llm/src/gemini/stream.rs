@@ -19,6 +19,16 @@ use crate::sse::SseEvent;
 /// parser allocate without bound.
 const MAX_PATH_INDEX: usize = 4096;
 
+/// The most segments a partial-argument path may have. Each one nests the arguments a level
+/// deeper, and serialising or dropping a value recurses once per level, so an unbounded path
+/// would overflow the stack; serde_json reads no more than 128 levels back anyway.
+const MAX_PATH_DEPTH: usize = 64;
+
+/// The most null slots the partial arguments of one call may pad arrays with (an index past
+/// the end of an array), so that short paths cannot make the parser allocate far more than the
+/// input's own size (`$[4096][4096]...` would otherwise create 4097 values per segment).
+const MAX_PATH_PADDING: usize = MAX_PATH_INDEX;
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Chunk {
@@ -133,11 +143,12 @@ impl UsageMetadata {
     fn to_usage(&self) -> Usage {
         let input = match (self.prompt_token_count, self.tool_use_prompt_token_count) {
             (None, None) => None,
-            (prompt, tool_use) => Some(prompt.unwrap_or(0) + tool_use.unwrap_or(0)),
+            // Saturating: counts come from the wire, and no count may overflow.
+            (prompt, tool_use) => Some(prompt.unwrap_or(0).saturating_add(tool_use.unwrap_or(0))),
         };
         let output = match (self.candidates_token_count, self.thoughts_token_count) {
             (None, None) => None,
-            (candidates, thoughts) => Some(candidates.unwrap_or(0) + thoughts.unwrap_or(0)),
+            (candidates, thoughts) => Some(candidates.unwrap_or(0).saturating_add(thoughts.unwrap_or(0))),
         };
         Usage {
             input_tokens: input,
@@ -156,6 +167,8 @@ struct OpenCall {
     name: String,
     args: Value,
     signature: Option<String>,
+    /// The null slots its partial arguments padded arrays with so far.
+    padding: usize,
 }
 
 /// The Gemini stream parser.
@@ -274,7 +287,7 @@ impl GeminiParser {
             self.finish_open_call(out);
         } else if let Some(open) = &mut self.open_call {
             for arg in call.partial_args.unwrap_or_default() {
-                apply_partial_arg(&mut open.args, arg);
+                apply_partial_arg(&mut open.args, arg, &mut open.padding);
             }
             if open.signature.is_none() {
                 open.signature = signature;
@@ -291,10 +304,11 @@ impl GeminiParser {
         let id = call.id.filter(|id| !id.is_empty()).unwrap_or_else(|| self.next_call_id());
         out.push(LlmEvent::ToolInputStart { id: id.clone(), name: name.clone(), provider_executed: false });
         let mut args = call.args.unwrap_or_else(|| Value::Object(Map::new()));
+        let mut padding = 0;
         for arg in call.partial_args.unwrap_or_default() {
-            apply_partial_arg(&mut args, arg);
+            apply_partial_arg(&mut args, arg, &mut padding);
         }
-        let open = OpenCall { id, name, args, signature };
+        let open = OpenCall { id, name, args, signature, padding };
         if call.will_continue == Some(true) {
             self.open_call = Some(open);
         } else {
@@ -310,7 +324,7 @@ impl GeminiParser {
 
     fn emit_call(&mut self, call: OpenCall, out: &mut Vec<LlmEvent>) {
         self.any_function_call = true;
-        let OpenCall { id, name, args, signature } = call;
+        let OpenCall { id, name, args, signature, .. } = call;
         out.push(LlmEvent::ToolInputDelta { id: id.clone(), name: name.clone(), text: args.to_string() });
         out.push(LlmEvent::ToolInputEnd { id: id.clone(), name: name.clone() });
         out.push(LlmEvent::ToolCall {
@@ -364,17 +378,50 @@ fn parse_path(path: &str) -> Option<Vec<Segment>> {
     Some(segments)
 }
 
+/// The null slots writing at `segments` would pad arrays with: an index past the end of an
+/// array (or where no array is yet) fills the gap before it with nulls.
+fn padding_needed(args: &Value, segments: &[Segment]) -> usize {
+    let mut target = Some(args);
+    let mut padding = 0usize;
+    for segment in segments {
+        target = match (segment, target) {
+            (Segment::Key(key), Some(Value::Object(map))) => map.get(key),
+            (Segment::Key(_), _) => None,
+            (Segment::Index(index), Some(Value::Array(items))) => {
+                padding = padding.saturating_add(index.saturating_sub(items.len()));
+                items.get(*index)
+            }
+            (Segment::Index(index), _) => {
+                padding = padding.saturating_add(*index);
+                None
+            }
+        };
+    }
+    padding
+}
+
 /// Writes one streamed argument fragment into the arguments object: strings append (a long
-/// string arrives in pieces), other values replace.
-fn apply_partial_arg(args: &mut Value, arg: PartialArg) {
+/// string arrives in pieces), other values replace. `padding` counts the null slots the call's
+/// fragments padded arrays with so far, within [`MAX_PATH_PADDING`].
+fn apply_partial_arg(args: &mut Value, arg: PartialArg, padding: &mut usize) {
     let Some(segments) = arg.json_path.as_deref().and_then(parse_path) else {
         tracing::debug!(path = ?arg.json_path, "skipping a partial argument with an unsupported path");
         return;
     };
+    if segments.len() > MAX_PATH_DEPTH {
+        tracing::debug!(depth = segments.len(), "skipping a partial argument with a too deep path");
+        return;
+    }
     if segments.iter().any(|s| matches!(s, Segment::Index(i) if *i > MAX_PATH_INDEX)) {
         tracing::debug!(path = ?arg.json_path, "skipping a partial argument with a huge array index");
         return;
     }
+    let needed = padding_needed(args, &segments);
+    if needed > MAX_PATH_PADDING.saturating_sub(*padding) {
+        tracing::debug!(path = ?arg.json_path, "skipping a partial argument that pads arrays too much");
+        return;
+    }
+    *padding += needed;
     let mut target = args;
     for segment in segments {
         target = match segment {
@@ -487,12 +534,49 @@ mod tests {
     #[test]
     fn partial_args_build_nested_values() {
         let mut args = json!({});
-        apply_partial_arg(&mut args, arg("$.a.b", json!({"stringValue": "he"})));
-        apply_partial_arg(&mut args, arg("$.a.b", json!({"stringValue": "llo"})));
-        apply_partial_arg(&mut args, arg("$.list[1]", json!({"numberValue": 3})));
-        apply_partial_arg(&mut args, arg("$['x y']", json!({"boolValue": true})));
-        apply_partial_arg(&mut args, arg("$.big[99999]", json!({"numberValue": 1})));
-        apply_partial_arg(&mut args, arg("nonsense", json!({"numberValue": 1})));
+        let mut padding = 0;
+        apply_partial_arg(&mut args, arg("$.a.b", json!({"stringValue": "he"})), &mut padding);
+        apply_partial_arg(&mut args, arg("$.a.b", json!({"stringValue": "llo"})), &mut padding);
+        apply_partial_arg(&mut args, arg("$.list[1]", json!({"numberValue": 3})), &mut padding);
+        apply_partial_arg(&mut args, arg("$['x y']", json!({"boolValue": true})), &mut padding);
+        apply_partial_arg(&mut args, arg("$.big[99999]", json!({"numberValue": 1})), &mut padding);
+        apply_partial_arg(&mut args, arg("nonsense", json!({"numberValue": 1})), &mut padding);
         assert_eq!(args, json!({"a": {"b": "hello"}, "list": [null, 3], "x y": true}));
+        assert_eq!(padding, 1);
+    }
+
+    #[test]
+    fn partial_arg_paths_are_bounded_in_depth() {
+        let mut args = json!({});
+        let mut padding = 0;
+        let deepest = format!("${}", ".a".repeat(MAX_PATH_DEPTH));
+        apply_partial_arg(&mut args, arg(&deepest, json!({"numberValue": 1})), &mut padding);
+        let too_deep = format!("${}", "[0]".repeat(MAX_PATH_DEPTH + 1));
+        apply_partial_arg(&mut args, arg(&too_deep, json!({"numberValue": 2})), &mut padding);
+        let mut expected = json!(1);
+        for _ in 0..MAX_PATH_DEPTH {
+            expected = json!({ "a": expected });
+        }
+        assert_eq!(args, expected);
+    }
+
+    #[test]
+    fn partial_args_pad_arrays_within_a_budget_per_call() {
+        let mut args = json!({});
+        let mut padding = 0;
+        // In order, nothing is padded.
+        for i in 0..3 {
+            apply_partial_arg(&mut args, arg(&format!("$.a[{i}]"), json!({"numberValue": i})), &mut padding);
+        }
+        assert_eq!(padding, 0);
+        apply_partial_arg(&mut args, arg("$.b[4000]", json!({"numberValue": 1})), &mut padding);
+        assert_eq!(padding, 4000);
+        // Past the budget a fragment is skipped whole (`$[4096][4096]...` pads 4096 per level).
+        apply_partial_arg(&mut args, arg("$.c[100][4096]", json!({"numberValue": 1})), &mut padding);
+        apply_partial_arg(&mut args, arg("$.b[5][96]", json!({"numberValue": 1})), &mut padding);
+        assert_eq!(padding, 4096);
+        assert_eq!(args["a"], json!([0, 1, 2]));
+        assert_eq!(args.get("c"), None);
+        assert_eq!(args["b"][5].as_array().map(Vec::len), Some(97));
     }
 }

@@ -110,9 +110,10 @@ impl ChatUsage {
         if let (Some(prompt), Some(completion), Some(total), Some(reasoning)) =
             (self.prompt_tokens, self.completion_tokens, self.total_tokens, reasoning)
             && reasoning > 0
-            && total == prompt + completion + reasoning
+            && prompt.checked_add(completion).and_then(|sum| sum.checked_add(reasoning)) == Some(total)
         {
-            output = Some(completion + reasoning);
+            // Counts come from the wire: no sum may overflow (a panic in debug builds).
+            output = Some(completion.saturating_add(reasoning));
         }
         let details = self.prompt_tokens_details.as_ref();
         Usage {

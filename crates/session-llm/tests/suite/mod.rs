@@ -3,6 +3,7 @@
 mod chunking;
 mod edge_cases;
 mod errors;
+mod fuzz_regressions;
 mod http;
 mod requests;
 mod scripted;

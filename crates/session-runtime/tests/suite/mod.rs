@@ -2,6 +2,7 @@
 
 mod config;
 mod engine;
+mod fuzz_config;
 mod loopback;
 mod process;
 mod revert;
