@@ -3,7 +3,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures_util::TryStreamExt;
 use serde_json::Value;
 use session_core::{Message, MessageId, MessageWithParts, Part, PartId, PartKind, SessionId};
 use sqlx::{ColumnIndex, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
@@ -461,28 +460,35 @@ where
         self.flush_session(None).await
     }
 
-    /// Reads and decodes a session's messages and parts. Rows are decoded as they stream in,
-    /// so decoding overlaps reading.
+    /// Reads and decodes a session's messages and parts; columns are read in place, without
+    /// copies.
     async fn load(&self, conn: &mut DB::Connection, session_id: &SessionId) -> StoreResult<Loaded> {
         let mut loaded = Loaded { messages: Vec::new(), parts: Vec::new(), skipped: Vec::new() };
         let mut index: HashMap<String, usize> = HashMap::new();
-        {
-            let mut rows =
-                sqlx::query::<DB>(DB::sql().select_messages).bind(session_id.as_str()).fetch(&mut *conn);
-            while let Some(row) = rows.try_next().await.map_err(StoreError::from_db)? {
-                match rows::decode_message(&message_columns::<DB>(&row)?) {
-                    Ok(message) => {
-                        index.insert(message.id().to_string(), loaded.messages.len());
-                        loaded.messages.push(message);
-                        loaded.parts.push(Vec::new());
-                    }
-                    Err(skipped) => loaded.skipped.push(skipped),
+        let message_rows = sqlx::query::<DB>(DB::sql().select_messages)
+            .bind(session_id.as_str())
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(StoreError::from_db)?;
+        for row in &message_rows {
+            match rows::decode_message(&message_columns::<DB>(row)?) {
+                Ok(message) => {
+                    index.insert(message.id().to_string(), loaded.messages.len());
+                    loaded.messages.push(message);
+                    loaded.parts.push(Vec::new());
                 }
+                Err(skipped) => loaded.skipped.push(skipped),
             }
         }
-        let mut rows = sqlx::query::<DB>(DB::sql().select_parts).bind(session_id.as_str()).fetch(&mut *conn);
-        while let Some(row) = rows.try_next().await.map_err(StoreError::from_db)? {
-            let stored = part_columns::<DB>(&row)?;
+        // Fetched whole, then decoded: decoding while rows stream in makes SQLite's worker
+        // thread and the reader hand every row over one by one, which is slower.
+        let rows = sqlx::query::<DB>(DB::sql().select_parts)
+            .bind(session_id.as_str())
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(StoreError::from_db)?;
+        for row in &rows {
+            let stored = part_columns::<DB>(row)?;
             let Some(&at) = index.get(stored.message_id) else {
                 loaded.skipped.push(SkippedRow {
                     kind: EntityKind::Part,

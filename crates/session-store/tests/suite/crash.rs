@@ -225,13 +225,26 @@ fn parse(lines: &[String]) -> Reported {
 /// A helper process that is killed when the test lets go of it, even when the test fails.
 /// (Its libtest header shares a line with the first report, so markers are searched, not
 /// matched at line start.)
-struct Helper(Child);
+struct Helper {
+    child: Child,
+    /// Reads the helper's reports until its end of the pipe.
+    reader: Option<std::thread::JoinHandle<()>>,
+}
 
 impl Helper {
-    /// SIGKILL, and wait for the end.
+    /// SIGKILL, wait for the end, and for every report written before it to be read.
     fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        self.wait();
+    }
+
+    /// Waits for the helper to exit and its reports to be read; true when it exited 0.
+    fn wait(&mut self) -> bool {
+        let success = self.child.wait().is_ok_and(|status| status.success());
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        success
     }
 }
 
@@ -258,17 +271,17 @@ fn spawn_helper(db: &TestDb, session: &SessionId, steps: Option<usize>) -> (Help
     }
     let mut child = command.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
-    let child = Helper(child);
+    let mut child = Helper { child, reader: None };
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&lines);
-    std::thread::spawn(move || {
+    child.reader = Some(std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             match line {
                 Ok(line) => sink.lock().unwrap().push(line),
                 Err(_) => break,
             }
         }
-    });
+    }));
     (child, lines)
 }
 
@@ -365,8 +378,6 @@ async fn crash_cycles(db: &TestDb, kills: usize) {
         tokio::time::sleep(Duration::from_millis(random(20, 1800))).await;
         let killed_at = now_ms();
         child.kill();
-        // Let the reader thread see the end of the pipe.
-        tokio::time::sleep(Duration::from_millis(20)).await;
         let reported = parse(&lines.lock().unwrap());
         assert!(reported.ready);
         reports += reported.lines;
@@ -378,14 +389,13 @@ async fn crash_cycles(db: &TestDb, kills: usize) {
     }
     // Writing goes on after the last kill: a helper finishes two more steps and exits.
     let (child, lines) = spawn_helper(db, &session, Some(2));
-    let status = tokio::task::spawn_blocking(move || {
+    let success = tokio::task::spawn_blocking(move || {
         let mut child = child;
-        child.0.wait()
+        child.wait()
     })
     .await
-    .unwrap()
     .unwrap();
-    assert!(status.success());
+    assert!(success, "the last helper failed");
     assert!(lines.lock().unwrap().iter().any(|l| l.contains("DONE")));
     let reported = parse(&lines.lock().unwrap());
     let store = db.open().await;
