@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use session_core::Entropy;
 use session_llm::Api;
 
 /// The agent session runtime on the command line.
@@ -151,21 +150,6 @@ enum Format {
     Json,
 }
 
-/// Ids get their random characters from the standard library's randomly seeded hasher: good
-/// enough for uniqueness, and no extra crate.
-struct HashEntropy {
-    state: std::collections::hash_map::RandomState,
-    counter: u64,
-}
-
-impl Entropy for HashEntropy {
-    fn next_u64(&mut self) -> u64 {
-        use std::hash::BuildHasher as _;
-        self.counter = self.counter.wrapping_add(1);
-        self.state.hash_one(self.counter)
-    }
-}
-
 /// The catalog entry `--model` names; an unknown model is priced at 0 with a warning.
 fn replay_model(reference: &str) -> Result<Option<session_cli::ReplayModel>> {
     let Some((provider, model)) = session_llm::split_model_ref(reference) else {
@@ -190,13 +174,6 @@ fn replay_model(reference: &str) -> Result<Option<session_cli::ReplayModel>> {
             }))
         }
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 fn main() -> ExitCode {
@@ -387,8 +364,14 @@ fn run(command: Command) -> Result<ExitCode> {
                 Some(reference) => replay_model(&reference)?,
                 None => None,
             };
-            let entropy = Box::new(HashEntropy { state: Default::default(), counter: 0 });
-            let output = session_cli::replay(api.into(), &body, model.as_ref(), &mut now_ms, entropy);
+            let entropy = Box::new(session_runtime::HashEntropy::default());
+            let output = session_cli::replay(
+                api.into(),
+                &body,
+                model.as_ref(),
+                &mut || session_runtime::Clock::now_ms(&session_runtime::SystemClock),
+                entropy,
+            );
             let mut stdout = std::io::stdout().lock();
             match format {
                 Format::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&output.to_json())?)?,
