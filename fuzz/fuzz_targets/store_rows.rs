@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| session_fuzz::check_store_row(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| session_store::fuzzing::check_row(data));

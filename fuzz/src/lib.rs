@@ -142,23 +142,3 @@ pub fn check_config(data: &[u8]) {
         Err(error) => panic!("checked layers failed to merge: {error}"),
     }
 }
-
-/// Stored rows (the proxy for session-store's row decoding, which is not public): a part or
-/// message JSON row decodes into session-core's types without panicking, and what decodes
-/// survives the round trip the store makes (serialise, store, decode).
-pub fn check_store_row(data: &[u8]) {
-    // Row data is TEXT: always UTF-8.
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    if let Ok(part) = serde_json::from_str::<session_core::Part>(text) {
-        let json = serde_json::to_string(&part).expect("a decoded part serialises");
-        let again = serde_json::from_str::<session_core::Part>(&json);
-        assert_eq!(again.as_ref().ok(), Some(&part), "part round trip through {json}: {again:?}");
-    }
-    if let Ok(message) = serde_json::from_str::<session_core::Message>(text) {
-        let json = serde_json::to_string(&message).expect("a decoded message serialises");
-        let again = serde_json::from_str::<session_core::Message>(&json);
-        assert_eq!(again.as_ref().ok(), Some(&message), "message round trip through {json}: {again:?}");
-    }
-    // Parts of kinds from newer versions are kept as raw JSON.
-    let _ = serde_json::from_str::<serde_json::Value>(text);
-}

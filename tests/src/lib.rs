@@ -1,6 +1,9 @@
 //! End-to-end tests of the session runtime, run through the real `session` binary.
 //!
-//! The tests live in `suite/`; this library only locates the binary for them.
+//! The tests live in `suite/`; this library locates the binary for them and holds the crash
+//! loop ([`crash`]), which `cargo xtask bench --crash` runs too.
+
+pub mod crash;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -2,6 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod crash;
 mod demo;
+mod faults;
 mod replay;
 mod run;
+mod serve_sdk;

@@ -38,3 +38,29 @@ fn the_demo_as_json_lines_is_the_bus_event_stream() {
         .count();
     assert_eq!(completed_tools, 5);
 }
+
+#[test]
+fn logs_go_to_the_log_file_never_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("logs/session.log");
+    let out = Command::new(session_binary().unwrap())
+        .args(["--log-level", "debug", "--log-file"])
+        .arg(&log)
+        .arg("demo")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("DEBUG"), "debug diagnostics reach the file: {logged}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("DEBUG"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).trim().is_empty(), "nothing logged to stderr");
+
+    // A log file that cannot be opened is a usage error.
+    let bad = Command::new(session_binary().unwrap())
+        .args(["--log-file", "/proc/version/nope", "models"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot open the log file"));
+}

@@ -2,7 +2,8 @@
 //! embedded store, permission asks answered by flags.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use session_e2e::session_binary;
@@ -197,5 +198,271 @@ async fn continue_a_session_then_export_and_import_it() {
         !String::from_utf8_lossy(&session_cmd(dir.path(), &other, &["sessions", "list"]).stdout)
             .contains(&id)
     );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revert_and_unrevert_a_run_through_the_cli() {
+    let server = TestServer::start(script(
+        r#"{"turns": [
+            {"text": "Writing.", "calls": [{"op": "write", "path": "NOTES.md", "content": "written by the model\n"}]},
+            {"text": "Wrote the notes."}]}"#,
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let project_dir = dir.path().join("project");
+    project(&project_dir, &server.base_url(Api::OpenAiChat));
+    let git = |args: &[&str]| {
+        let status = Command::new("git").args(args).current_dir(&project_dir).output().unwrap();
+        assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
+    };
+    git(&["init", "--quiet"]);
+    let run = run_session(dir.path(), &["run", "--yes", "--model", "mock/m", "write notes"]).await;
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(std::fs::read_to_string(project_dir.join("NOTES.md")).unwrap(), "written by the model\n");
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let id = stdout.rsplit("session: ").next().unwrap().trim().to_owned();
+
+    let data = dir.path().join("data");
+    let export = session_cmd(dir.path(), &data, &["sessions", "export", &id]);
+    let document: Value = serde_json::from_slice(&export.stdout).unwrap();
+    let user_message = document["messages"][0]["info"]["id"].as_str().unwrap().to_owned();
+
+    let reverted = session_cmd(dir.path(), &data, &["sessions", "revert", &id, &user_message]);
+    let text = String::from_utf8_lossy(&reverted.stdout);
+    assert!(reverted.status.success(), "{text}{}", String::from_utf8_lossy(&reverted.stderr));
+    assert!(text.contains("restored NOTES.md"), "{text}");
+    assert!(!project_dir.join("NOTES.md").exists(), "the file the run wrote is gone");
+
+    let unreverted = session_cmd(dir.path(), &data, &["sessions", "unrevert", &id]);
+    assert!(unreverted.status.success(), "{}", String::from_utf8_lossy(&unreverted.stderr));
+    assert_eq!(std::fs::read_to_string(project_dir.join("NOTES.md")).unwrap(), "written by the model\n");
+
+    // An unknown session is one clear line and exit code 1.
+    let bogus = session_cmd(dir.path(), &data, &["sessions", "revert", "ses_nothing", &user_message]);
+    assert_eq!(bogus.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bogus.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    server.shutdown().await;
+}
+
+/// Starts `session` with `args` in the project, stdout piped, the rest as given.
+fn spawn_session(dir: &Path, args: &[&str], stdin: Stdio, stderr: Stdio) -> std::process::Child {
+    Command::new(session_binary().unwrap())
+        .args(args)
+        .current_dir(dir.join("project"))
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env_remove("SESSION_CONFIG")
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+/// Reads `reader` on a thread; sends what it read once `needle` appears (a prompt may end
+/// without a newline), then everything when the stream ends.
+fn read_until(
+    mut reader: impl std::io::Read + Send + 'static,
+    needle: &'static str,
+) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut signalled = false;
+        let mut buffer = [0u8; 4096];
+        // A pseudo-terminal's master reads fail with EIO once the child exits: that ends it too.
+        while let Ok(read) = reader.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buffer[..read]);
+            if !signalled && String::from_utf8_lossy(&seen).contains(needle) {
+                signalled = true;
+                let _ = tx.send(String::from_utf8_lossy(&seen).into_owned());
+            }
+        }
+        let _ = tx.send(String::from_utf8_lossy(&seen).into_owned());
+    });
+    rx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_mid_tool_stops_the_tool_and_exits_130_with_the_part_stored() {
+    let server = TestServer::start(script(
+        r#"{"turns": [{"text": "Waiting.", "calls": [{"op": "bash", "command": "sleep 60"}]}, {"text": "never"}]}"#,
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir.path().join("project"), &server.base_url(Api::OpenAiChat));
+    let root = dir.path().to_path_buf();
+    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        let mut child = spawn_session(
+            &root,
+            &["run", "--yes", "--model", "mock/m", "wait"],
+            Stdio::null(),
+            Stdio::piped(),
+        );
+        let lines = read_until(child.stdout.take().unwrap(), "-> bash");
+        let running = lines.recv_timeout(Duration::from_secs(60)).expect("the tool started");
+        assert!(running.contains("-> bash sleep 60"), "{running}");
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        let status = child.wait().unwrap();
+        let rest = lines.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status.code(), rest, stderr)
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(130), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stderr.contains("interrupting"), "{stderr}");
+    let id = stdout.rsplit("session: ").next().unwrap().trim().to_owned();
+    assert!(id.starts_with("ses_"), "the totals line still prints: {stdout}");
+
+    // The interrupted call is stored as an aborted error; nothing is left running.
+    let export = session_cmd(dir.path(), &dir.path().join("data"), &["sessions", "export", &id]);
+    let document: Value = serde_json::from_slice(&export.stdout).unwrap();
+    let tools: Vec<&Value> = document["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .filter(|p| p["type"] == "tool")
+        .collect();
+    assert_eq!(tools.len(), 1, "{document}");
+    // Either the bash tool settles the killed command itself, as OpenCode's does (completed,
+    // `aborted` in its metadata), or cleanup settles it first (the aborted error, SPEC 8).
+    let state = &tools[0]["state"];
+    let settled_by_tool = state["status"] == "completed" && state["metadata"]["aborted"] == true;
+    let settled_by_cleanup = state["status"] == "error" && state["error"] == "Tool execution aborted";
+    assert!(settled_by_tool || settled_by_cleanup, "{state}");
+    assert_eq!(server.requests().len(), 1, "no step after the interrupt");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_ask_is_answered_on_the_terminal() {
+    let server = TestServer::start(script(READ_SECRET)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir.path().join("project"), &server.base_url(Api::OpenAiChat));
+    let root = dir.path().to_path_buf();
+    let (code, stdout, terminal) = tokio::task::spawn_blocking(move || {
+        // stdin and stderr on a pseudo-terminal, as in a shell; stdout piped to read the answer.
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let mut child = spawn_session(
+            &root,
+            &["run", "--model", "mock/m", "read the env"],
+            Stdio::from(pty.slave.try_clone().unwrap()),
+            Stdio::from(pty.slave),
+        );
+        let master = std::fs::File::from(pty.master);
+        let mut answer = master.try_clone().unwrap();
+        let prompt = read_until(master, "allow [o]nce");
+        let asked = prompt.recv_timeout(Duration::from_secs(60)).expect("the ask reached the terminal");
+        std::io::Write::write_all(&mut answer, b"o\n").unwrap();
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+        let status = child.wait().unwrap();
+        (status.code(), stdout, asked)
+    })
+    .await
+    .unwrap();
+    assert!(terminal.contains("permission: read"), "{terminal}");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("  ok read"), "answered once, the read ran: {stdout}");
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+/// Runs `args` in `dir/project` and checks the failure is one clear line with exit code 1.
+async fn one_clear_line(dir: &Path, args: &[&str], expected: &[&str]) {
+    let out = run_session(dir, args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    let last = stderr.trim().lines().last().unwrap_or_default();
+    for part in expected {
+        assert!(last.contains(part), "{args:?}: expected {part:?} in the last line of: {stderr}");
+    }
+    assert!(last.starts_with("session: "), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_user_error_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let project_dir = dir.path().join("project");
+    project(&project_dir, "http://127.0.0.1:9/v1");
+    // A model the provider does not declare.
+    one_clear_line(
+        dir.path(),
+        &["run", "--model", "mock/zzz", "hi"],
+        &["unknown model mock/zzz", "session models"],
+    )
+    .await;
+    // A database that does not answer.
+    one_clear_line(
+        dir.path(),
+        &["run", "--model", "mock/m", "--db", "postgres://postgres@127.0.0.1:9/none", "hi"],
+        &["cannot open the session database", "--db"],
+    )
+    .await;
+    // A server that is not there (one attempt: the provider's retry policy says so).
+    let config = json!({"provider": {"mock": {
+        "npm": "@ai-sdk/openai-compatible",
+        "options": {"baseURL": "http://127.0.0.1:9/v1", "apiKey": "k", "retry": {"maxAttempts": 1}},
+        "models": {"m": {}}
+    }}});
+    std::fs::write(project_dir.join("session.json"), config.to_string()).unwrap();
+    one_clear_line(dir.path(), &["run", "--model", "mock/m", "hi"], &["server running", "--base-url"]).await;
+    // A config file that is not JSON.
+    std::fs::write(project_dir.join("session.json"), "{\"provider\": ").unwrap();
+    one_clear_line(dir.path(), &["run", "--model", "mock/m", "hi"], &["session.json"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_running_in_another_process_is_refused() {
+    let server = TestServer::start(script(
+        r#"{"turns": [
+            {"text": "Started."},
+            {"text": "Waiting.", "calls": [{"op": "bash", "command": "sleep 60"}]},
+            {"text": "done"}]}"#,
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir.path().join("project"), &server.base_url(Api::OpenAiChat));
+    let first = run_session(dir.path(), &["run", "--model", "mock/m", "start"]).await;
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let stdout = String::from_utf8_lossy(&first.stdout).into_owned();
+    let id = stdout.rsplit("session: ").next().unwrap().trim().to_owned();
+    let root = dir.path().to_path_buf();
+    let busy_id = id.clone();
+    let mut child = spawn_session(
+        &root,
+        &["run", "--yes", "--model", "mock/m", "--session", &busy_id, "wait"],
+        Stdio::null(),
+        Stdio::null(),
+    );
+    let lines = read_until(child.stdout.take().unwrap(), "-> bash");
+    let running = tokio::task::spawn_blocking(move || lines.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the first process is running a tool");
+    assert!(running.contains("-> bash"), "{running}");
+    one_clear_line(
+        dir.path(),
+        &["run", "--model", "mock/m", "--session", &id, "me too"],
+        &["another process"],
+    )
+    .await;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap()).await.unwrap();
+    assert_eq!(status.code(), Some(130));
     server.shutdown().await;
 }

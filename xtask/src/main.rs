@@ -6,6 +6,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+mod bench;
+mod crash;
+mod load;
+
+mod docs;
+mod release;
+
 /// Crates that would give session-core IO, a runtime, a clock or randomness.
 const IMPURE_CRATES: &[&str] = &[
     "tokio",
@@ -50,6 +57,8 @@ const VENDORED: &[(&str, &str)] = &[
     ("conformance", "crates/session-core/tests/conformance"),
     ("fixtures/providers", "crates/session-llm/tests/fixtures/providers"),
     ("data/models.json", "crates/session-llm/data/models.json"),
+    ("peers/scripts", "bench/scripts"),
+    ("peers/fixture", "bench/fixture"),
 ];
 
 fn main() -> Result<()> {
@@ -57,11 +66,17 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
-        Some("bench") => run(&root, "cargo", &["bench", "--workspace"], &[]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "--crash") => crash::main(&root, &args[2..]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "--load") => load::main(&root, &args[2..]),
+        Some("bench") => bench::main(&root, &args[1..]),
         Some("vendor-check") => check_vendored(&root),
         Some("purity") => check_purity(&root),
+        Some("release") => release::main(&root, &args[1..]),
+        Some("docs") => docs::main(&root, &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci|bench|vendor-check|purity>");
+            eprintln!(
+                "usage: cargo xtask <ci|bench|vendor-check|purity|release VERSION [--execute]|docs [--write]>"
+            );
             bail!("unknown or missing command")
         }
     }

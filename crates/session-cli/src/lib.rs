@@ -1,18 +1,33 @@
-//! The `session` command's library half: what the binary does, as functions tests can call.
+//! The `session` command's library half: what the binary does, as functions tests and
+//! embedders can call.
 //!
-//! It holds `replay` (a recorded provider stream through the adapter and the processor, no
-//! tools run), `demo` (the whole runtime offline with a scripted model) and the terminal
-//! renderer of bus events. `run`, the session commands and `serve` arrive with their issues.
+//! It owns the assembly of a runtime from the configuration and the environment the binary
+//! reads ([`RuntimeSetup`], [`assemble`], [`open_store`], [`ConfiguredModels`]), and each
+//! command: [`run_prompt`] (one prompt, permission asks at a terminal or by flag),
+//! [`run_demo`] (the whole runtime offline with a scripted model), [`replay()`] (a recorded
+//! provider stream through the adapter and the processor, no tools run), [`sessions`] (list,
+//! show, export, import, delete) and [`serve`] (the HTTP API and its event stream), with the
+//! [`Renderer`] of bus events as text or JSON lines.
+//!
+//! It deliberately does not own the agent loop (`session-runtime`), the providers and the
+//! catalog (`session-llm`), storage (`session-store`) or the tools (`session-tools`); and only
+//! `main` reads the process environment: these functions take it as arguments.
 
 mod demo;
 mod models;
 mod render;
 mod replay;
 mod run;
+pub mod serve;
 pub mod sessions;
+mod status_line;
 
 pub use demo::{DemoSummary, run_demo};
 pub use models::{ConfiguredModels, ResolvedProvider};
 pub use render::{OutputFormat, Renderer};
 pub use replay::{ReplayError, ReplayModel, ReplayOutput, replay};
-pub use run::{AskMode, EXIT_INTERRUPTED, RunOptions, open_store, run_prompt};
+pub use run::{
+    AskMode, Assembled, EXIT_INTERRUPTED, RunOptions, RuntimeSetup, assemble, open_store, open_store_with,
+    run_prompt,
+};
+pub use status_line::{StatusLine, StatusPause};

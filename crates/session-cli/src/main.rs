@@ -15,6 +15,9 @@ struct Cli {
     /// Log level of the diagnostics written to stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogLevel::Warn)]
     log_level: LogLevel,
+    /// Append the diagnostics to this file instead of stderr (never stdout).
+    #[arg(long, global = true, value_name = "PATH")]
+    log_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -69,7 +72,7 @@ enum Command {
         #[arg(long)]
         deny: bool,
     },
-    /// Lists, shows, exports, imports or deletes stored sessions.
+    /// Lists, shows, exports, imports, deletes, reverts or unreverts stored sessions.
     Sessions {
         /// PostgreSQL URL of the session database (default: the embedded SQLite file).
         #[arg(long, global = true)]
@@ -77,6 +80,8 @@ enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// Serves the HTTP API OpenCode's clients speak (sessions, prompts, events).
+    Serve(ServeArgs),
     /// Lists the models of the catalog.
     Models {
         /// Only this provider's models.
@@ -97,6 +102,34 @@ enum Command {
         /// The recorded SSE body.
         file: PathBuf,
     },
+}
+
+/// Flags of `session serve`.
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// The port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 4096)]
+    port: u16,
+    /// The address to bind; anything but loopback requires a token.
+    #[arg(long, default_value = "127.0.0.1")]
+    hostname: String,
+    /// The bearer token requests must carry (default: $SESSION_SERVER_TOKEN).
+    #[arg(long)]
+    token: Option<String>,
+    /// PostgreSQL URL of the session database (default: the embedded SQLite file); several
+    /// servers on one PostgreSQL database serve the same sessions.
+    #[arg(long)]
+    db: Option<String>,
+    /// The default model, as provider/model (prompts may name another).
+    #[arg(long, short)]
+    model: Option<String>,
+    /// Send the default model's provider requests to this base URL.
+    #[arg(long)]
+    base_url: Option<String>,
+    /// How long a running session's lease lasts without a heartbeat, in milliseconds; after a
+    /// server dies, another takes its sessions over once this has passed.
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    lease_ttl_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -120,6 +153,21 @@ enum SessionsAction {
     },
     /// Deletes a session and everything under it.
     Delete {
+        /// Session id.
+        id: String,
+    },
+    /// Takes back the file changes the session made after a message (git worktrees only).
+    Revert {
+        /// Session id.
+        id: String,
+        /// The message to revert to: its changes and everything after it are undone.
+        message: String,
+        /// Revert from this part of the message instead of the whole message.
+        #[arg(long)]
+        part: Option<String>,
+    },
+    /// Undoes the session's pending revert.
+    Unrevert {
         /// Session id.
         id: String,
     },
@@ -192,11 +240,31 @@ fn main() -> ExitCode {
         LogLevel::Trace => tracing::Level::TRACE,
     };
     use std::io::IsTerminal as _;
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+    match &cli.log_file {
+        Some(path) => {
+            let opened = path
+                .parent()
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::OpenOptions::new().create(true).append(true).open(path));
+            match opened {
+                Ok(file) => tracing_subscriber::fmt()
+                    .with_max_level(level)
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(file))
+                    .init(),
+                Err(error) => {
+                    eprintln!("session: cannot open the log file {}: {error}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        None => tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .init(),
+    }
     match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
@@ -274,6 +342,7 @@ fn run(command: Command) -> Result<ExitCode> {
                     Format::Json => session_cli::OutputFormat::Json,
                 },
                 ask,
+                status_line: std::io::stderr().is_terminal(),
                 cwd: std::env::current_dir().context("cannot read the working directory")?,
                 data_dir: data_dir(&env, home.as_deref())?,
                 home,
@@ -307,10 +376,48 @@ fn run(command: Command) -> Result<ExitCode> {
                             writeln!(stdout, "deleted {deleted}")?;
                         }
                     }
+                    SessionsAction::Revert { id, message, part } => {
+                        let store = store.clone();
+                        session_cli::sessions::revert(
+                            store,
+                            &data,
+                            &id,
+                            &message,
+                            part.as_deref(),
+                            &mut stdout,
+                        )
+                        .await?;
+                    }
+                    SessionsAction::Unrevert { id } => {
+                        session_cli::sessions::unrevert(store.clone(), &data, &id, &mut stdout).await?;
+                    }
                 }
                 store.close().await?;
                 anyhow::Ok(ExitCode::SUCCESS)
             })
+        }
+        Command::Serve(args) => {
+            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let home = env.get("HOME").map(PathBuf::from);
+            let token = args.token.or_else(|| env.get(session_cli::serve::TOKEN_ENV).cloned());
+            let store_options = session_store::StoreOptions {
+                lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
+                ..session_store::StoreOptions::default()
+            };
+            let setup = session_cli::RuntimeSetup {
+                cwd: std::env::current_dir().context("cannot read the working directory")?,
+                data_dir: data_dir(&env, home.as_deref())?,
+                home,
+                env,
+                model: args.model,
+                base_url: args.base_url,
+                db: args.db,
+                store_options,
+            };
+            let options =
+                session_cli::serve::ServeOptions { setup, hostname: args.hostname, port: args.port, token };
+            async_runtime()?.block_on(session_cli::serve::serve(options))?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Models { provider } => {
             let catalog = session_llm::Catalog::embedded()?;

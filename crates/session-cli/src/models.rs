@@ -2,10 +2,11 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Result, bail};
 use session_llm::{Api, Catalog, CatalogModel, HttpProvider, HttpTransport, ReqwestTransport, StreamLimits};
-use session_runtime::{ApiKind, Config, ModelSource, ProviderEntry};
+use session_runtime::{ApiKind, Config, ModelSource, ProviderEntry, Timeout};
 
 /// Key variables by wire format, used when neither the catalog nor the config names one.
 fn default_key_vars(api: Api) -> &'static [&'static str] {
@@ -95,6 +96,7 @@ impl ConfiguredModels {
             _ => configured
                 .and_then(|p| p.base_url().map(str::to_owned))
                 .or_else(|| listed.and_then(|p| p.api.clone()))
+                .or_else(|| session_llm::package_base_url(&npm).map(str::to_owned))
                 .unwrap_or_else(|| session_llm::default_base_url(api).to_owned()),
         };
         let mut key_vars: Vec<String> = configured
@@ -117,8 +119,9 @@ impl ConfiguredModels {
     pub fn resolve_model(&self, provider: &str, model: &str) -> Option<CatalogModel> {
         let configured = self.config.provider.get(provider).and_then(|p| p.models.get(model));
         let mut found = self.catalog.resolve(provider, model).or_else(|| {
-            // A provider only the config knows works like an OpenAI-compatible one.
-            self.config.provider.contains_key(provider).then(|| CatalogModel::unknown(model))
+            // A provider only the config knows works like an OpenAI-compatible one, with the
+            // models the config declares under it.
+            configured.is_some().then(|| CatalogModel::unknown(model))
         })?;
         if let Some(config) = configured {
             if let Some(limit) = &config.limit {
@@ -137,10 +140,23 @@ impl ConfiguredModels {
     }
 }
 
+/// The stream limits of a provider: `options.chunkTimeout` is the idle timeout between two
+/// streamed chunks (milliseconds; `false` for practically none), else the default.
+fn stream_limits(chunk_timeout: Option<Timeout>) -> StreamLimits {
+    let idle_timeout = match chunk_timeout {
+        None => return StreamLimits::default(),
+        Some(Timeout::Millis(ms)) => Duration::from_millis(ms),
+        // Not unbounded: the reader adds the timeout to the current instant.
+        Some(Timeout::Disabled) => Duration::from_secs(u64::from(u32::MAX)),
+    };
+    StreamLimits { idle_timeout, ..StreamLimits::default() }
+}
+
 impl ModelSource for ConfiguredModels {
     fn provider(&self, provider_id: &str) -> Option<ProviderEntry> {
         let resolved = self.resolve_provider(provider_id).ok()?;
         let retry = self.config.provider.get(provider_id).and_then(|p| p.options.retry.clone());
+        let chunk_timeout = self.config.provider.get(provider_id).and_then(|p| p.options.chunk_timeout);
         let client = HttpProvider::new(
             session_llm::ProviderConfig {
                 provider_id: resolved.id.clone(),
@@ -148,7 +164,7 @@ impl ModelSource for ConfiguredModels {
                 base_url: resolved.base_url.clone(),
                 api_key: resolved.api_key.clone(),
                 headers: resolved.headers.clone(),
-                limits: StreamLimits::default(),
+                limits: stream_limits(chunk_timeout),
             },
             self.transport.clone(),
         );
@@ -157,5 +173,27 @@ impl ModelSource for ConfiguredModels {
 
     fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel> {
         self.resolve_model(provider_id, model_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_timeout_sets_the_idle_timeout() {
+        assert_eq!(stream_limits(None), StreamLimits::default());
+        assert_eq!(stream_limits(Some(Timeout::Millis(300))).idle_timeout, Duration::from_millis(300));
+        assert!(stream_limits(Some(Timeout::Disabled)).idle_timeout > Duration::from_secs(86_400 * 365));
+    }
+
+    #[test]
+    fn catalog_providers_without_an_endpoint_use_their_packages() {
+        let models =
+            ConfiguredModels::new(Catalog::embedded().unwrap(), Config::default(), HashMap::new(), None)
+                .unwrap();
+        assert_eq!(models.resolve_provider("groq").unwrap().base_url, "https://api.groq.com/openai/v1");
+        assert_eq!(models.resolve_provider("xai").unwrap().base_url, "https://api.x.ai/v1");
+        assert_eq!(models.resolve_provider("openai").unwrap().base_url, "https://api.openai.com/v1");
     }
 }

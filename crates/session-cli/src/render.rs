@@ -102,9 +102,10 @@ impl<W: Write> Renderer<W> {
                 }
                 _ => {}
             },
-            BusEvent::SessionStatus { status: SessionStatus::Retry { attempt, message, .. }, .. } => {
+            BusEvent::SessionStatus { status: SessionStatus::Retry { attempt, message, next }, .. } => {
                 self.line_break()?;
-                writeln!(self.out, "  retrying (attempt {attempt}): {message}")?;
+                let wait = next.saturating_sub(now_ms()).div_ceil(1000);
+                writeln!(self.out, "  retrying in {wait} s (attempt {attempt}): {message}")?;
                 self.at_line_start = true;
             }
             BusEvent::SessionError { error, .. } => {
@@ -143,6 +144,13 @@ impl<W: Write> Renderer<W> {
         }
         self.out.flush()
     }
+}
+
+/// The wall clock in epoch milliseconds (retry times are epoch milliseconds).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A short, one-line view of a tool input: its path, pattern or command when it has one.

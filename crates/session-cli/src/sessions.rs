@@ -1,11 +1,22 @@
-//! `session sessions ...`: list, show, export, import and delete stored sessions.
+//! `session sessions ...`: list, show, export, import, delete, revert and unrevert stored
+//! sessions.
 
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
-use session_core::{Identifier as _, Message, PartKind, SessionId};
-use session_store::{ListSessions, SessionDocument, Store};
+use session_core::{Identifier as _, Message, MessageId, ModelRef, PartId, PartKind, SessionId};
+use session_llm::CatalogModel;
+use session_runtime::{
+    GitSnapshotter, ModelSource, ProviderEntry, Runtime, RuntimeParts, RuntimeSettings, SystemClock,
+    TokioSleeper,
+};
+use session_store::{ListSessions, Session, SessionDocument, Store};
+use session_tools::{
+    PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, ToolRegistry, Workspace,
+};
 
 fn parse_id(id: &str) -> Result<SessionId> {
     SessionId::parse(id).map_err(|error| anyhow!("{error}"))
@@ -82,4 +93,124 @@ pub async fn import(store: &dyn Store, file: &Path) -> Result<SessionId> {
 /// Deletes a session and everything under it; returns the deleted ids.
 pub async fn delete(store: &dyn Store, id: &str) -> Result<Vec<SessionId>> {
     Ok(store.delete_session(&parse_id(id)?).await?)
+}
+
+/// Reverts the files a session changed after `message` (or its part `part`) and records the
+/// revert; the messages go when the session continues, and `unrevert` undoes it.
+pub async fn revert(
+    store: Arc<dyn Store>,
+    data_dir: &Path,
+    id: &str,
+    message: &str,
+    part: Option<&str>,
+    out: &mut impl Write,
+) -> Result<()> {
+    let session = store.get_session(&parse_id(id)?).await?;
+    let message = MessageId::parse(message).map_err(|error| anyhow!("message id: {error}"))?;
+    let part = part.map(PartId::parse).transpose().map_err(|error| anyhow!("--part: {error}"))?;
+    let runtime = maintenance_runtime(store, data_dir, &session).await?;
+    let reverted = runtime.revert(&session.id, &message, part.as_ref()).await?;
+    let Some(record) = &reverted.revert else {
+        return Err(anyhow!("the revert left no record on session {}", session.id));
+    };
+    writeln!(out, "reverted session {} to before message {}", session.id, record.message_id)?;
+    for file in changed_files(record.diff.as_deref().unwrap_or_default()) {
+        writeln!(out, "  restored {file}")?;
+    }
+    writeln!(
+        out,
+        "the messages after that point are removed when the session continues; undo with: session sessions unrevert {}",
+        session.id
+    )?;
+    Ok(())
+}
+
+/// Puts back what [`revert`] took away and clears the revert record.
+pub async fn unrevert(store: Arc<dyn Store>, data_dir: &Path, id: &str, out: &mut impl Write) -> Result<()> {
+    let session = store.get_session(&parse_id(id)?).await?;
+    if session.revert.is_none() {
+        writeln!(out, "session {} has no revert to undo", session.id)?;
+        return Ok(());
+    }
+    let runtime = maintenance_runtime(store, data_dir, &session).await?;
+    runtime.unrevert(&session.id).await?;
+    writeln!(out, "unreverted session {}: the files are as they were before the revert", session.id)?;
+    Ok(())
+}
+
+/// The files named in a unified diff's `diff --git a/X b/X` headers.
+fn changed_files(diff: &str) -> Vec<&str> {
+    diff.lines()
+        .filter_map(|line| line.strip_prefix("diff --git a/"))
+        .filter_map(|rest| rest.split_once(" b/").map(|(file, _)| file))
+        .collect()
+}
+
+/// A runtime over the session's own worktree that can revert and unrevert but not prompt:
+/// no provider, no tools, every permission ask refused.
+async fn maintenance_runtime(store: Arc<dyn Store>, data_dir: &Path, session: &Session) -> Result<Runtime> {
+    let worktree = PathBuf::from(&session.directory);
+    let snapshots = GitSnapshotter::open(&worktree, data_dir).await.ok_or_else(|| {
+        anyhow!(
+            "snapshots are off for {}: it is not a git repository (or git is not installed), so session {} has no file changes to revert",
+            worktree.display(),
+            session.id
+        )
+    })?;
+    let permissions = Arc::new(PermissionEngine::new(Arc::new(RefuseAsks)));
+    let workspace = Workspace::new(&worktree)
+        .with_context(|| format!("the session's folder {} cannot be opened", worktree.display()))?;
+    let tools = Arc::new(ToolExecutor::new(ToolRegistry::new(), workspace, permissions));
+    Ok(Runtime::new(RuntimeParts {
+        store,
+        models: Arc::new(NoModels),
+        tools,
+        snapshots: Arc::new(snapshots),
+        clock: Arc::new(SystemClock),
+        sleeper: Arc::new(TokioSleeper),
+        agents: BTreeMap::new(),
+        settings: RuntimeSettings {
+            compaction: Default::default(),
+            continue_loop_on_deny: false,
+            output_token_max: session_core::OUTPUT_TOKEN_MAX,
+            // Never used: this runtime refuses prompts for want of agents and providers.
+            default_model: ModelRef { provider_id: String::new(), model_id: String::new(), variant: None },
+            worktree,
+            instructions: None,
+        },
+    }))
+}
+
+/// No providers: the maintenance runtime never calls a model.
+struct NoModels;
+
+impl ModelSource for NoModels {
+    fn provider(&self, _provider_id: &str) -> Option<ProviderEntry> {
+        None
+    }
+    fn model(&self, _provider_id: &str, _model_id: &str) -> Option<CatalogModel> {
+        None
+    }
+}
+
+/// Refuses every ask: the maintenance runtime runs no tools.
+struct RefuseAsks;
+
+#[async_trait::async_trait]
+impl PermissionAsker for RefuseAsks {
+    async fn ask(&self, _ask: &session_core::PermissionAsk) -> Option<PermissionAnswer> {
+        Some(PermissionAnswer { reply: session_core::Reply::Reject, message: None })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changed_files;
+
+    #[test]
+    fn changed_files_come_from_the_diff_headers() {
+        let diff = "diff --git a/src/x.rs b/src/x.rs\nindex 1..2\n--- a/src/x.rs\n+++ b/src/x.rs\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/new.txt b/new.txt\n";
+        assert_eq!(changed_files(diff), ["src/x.rs", "new.txt"]);
+        assert!(changed_files("").is_empty());
+    }
 }

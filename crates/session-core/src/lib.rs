@@ -9,6 +9,7 @@
 //! or randomness. Time, ids and random draws come in as arguments, so every function here is
 //! deterministic. The crates around it carry the effects out.
 
+mod calendar;
 mod compaction;
 mod config;
 mod doom_loop;
@@ -25,6 +26,7 @@ mod retry;
 mod token;
 mod usage;
 
+pub use calendar::{civil_from_days, days_from_civil, iso_time, utc_date};
 pub use config::CompactionConfig;
 pub use event::{
     FinishReason, LlmEvent, ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue, Usage,

@@ -44,8 +44,10 @@ pub enum LlmError {
         /// What the JSON parser said.
         message: String,
     },
-    /// No bytes arrived for longer than the idle timeout.
-    #[error("no data from the provider for {} ms", .after.as_millis())]
+    /// No bytes arrived for longer than the idle timeout. The text says "read timed out", as
+    /// OpenCode's chunk timeout does, so that SPEC 7.2's timeout pattern retries it whatever
+    /// the number of milliseconds (before, only a number containing "500" made it retryable).
+    #[error("SSE read timed out: no data from the provider for {} ms", .after.as_millis())]
     IdleTimeout {
         /// The configured idle timeout.
         after: Duration,
@@ -406,5 +408,20 @@ mod tests {
             LlmError::MalformedEvent { index: 3, message: "EOF".into() }.to_string(),
             "malformed JSON in event 3: EOF"
         );
+    }
+
+    #[test]
+    fn an_idle_timeout_is_retried_whatever_its_length() {
+        for ms in [1, 300, 400, 500, 120_000] {
+            let error = LlmError::IdleTimeout { after: Duration::from_millis(ms) }.to_message_error();
+            assert!(session_core::retryable(&error, None).is_some(), "{ms} ms: {error:?}");
+        }
+        // A malformed event and a cut stream are not transient: SPEC 7.2 stops on them.
+        for error in [
+            LlmError::MalformedEvent { index: 4, message: "EOF while parsing a value".into() },
+            LlmError::Truncated { expected: "finishReason" },
+        ] {
+            assert_eq!(session_core::retryable(&error.to_message_error(), None), None, "{error}");
+        }
     }
 }

@@ -60,8 +60,9 @@ pub use openai_chat::ChatParser;
 pub use openai_responses::ResponsesParser;
 pub use provider::{
     HttpProvider, Provider, ProviderConfig, build_request, call, default_base_url, http_request,
+    package_base_url,
 };
-pub use request::{BuiltRequest, LlmRequest, ProviderOptions, ToolSpec};
+pub use request::{BuiltRequest, LlmRequest, ProviderOptions, ToolChoice, ToolSpec};
 pub use scripted::{
     DEFAULT_CHUNK_CHARS, Fault, FaultAction, FaultKind, FaultScope, OpKind, Plan, PlannedResponse, Reply,
     ReplyCall, ReplyUsage, RequestFacts, RequestKind, Script, ScriptCall, ScriptError, ScriptModel, ScriptOp,

@@ -84,6 +84,38 @@ pub fn default_base_url(api: Api) -> &'static str {
     }
 }
 
+/// The endpoint of an AI SDK provider package whose catalog entry names none (the package
+/// knows it), or `None` for packages that need a configured base URL.
+pub fn package_base_url(npm: &str) -> Option<&'static str> {
+    Some(match npm {
+        "@ai-sdk/xai" => "https://api.x.ai/v1",
+        "@ai-sdk/mistral" => "https://api.mistral.ai/v1",
+        "@ai-sdk/groq" => "https://api.groq.com/openai/v1",
+        "@ai-sdk/togetherai" => "https://api.together.xyz/v1",
+        "@ai-sdk/cerebras" => "https://api.cerebras.ai/v1",
+        "@ai-sdk/deepseek" => "https://api.deepseek.com/v1",
+        "@ai-sdk/deepinfra" => "https://api.deepinfra.com/v1/openai",
+        "@ai-sdk/fireworks" => "https://api.fireworks.ai/inference/v1",
+        "@ai-sdk/perplexity" => "https://api.perplexity.ai",
+        "@openrouter/ai-sdk-provider" => "https://openrouter.ai/api/v1",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod base_url_tests {
+    use super::*;
+
+    #[test]
+    fn packages_without_a_catalog_endpoint_have_their_own() {
+        assert_eq!(package_base_url("@ai-sdk/groq"), Some("https://api.groq.com/openai/v1"));
+        assert_eq!(package_base_url("@ai-sdk/xai"), Some("https://api.x.ai/v1"));
+        // The first-party packages use the format's default; unknown ones need configuration.
+        assert_eq!(package_base_url("@ai-sdk/openai"), None);
+        assert_eq!(package_base_url("@ai-sdk/azure"), None);
+    }
+}
+
 /// The pure request builder of `api`.
 pub fn build_request(api: Api, request: &LlmRequest) -> Result<BuiltRequest, LlmError> {
     match api {

@@ -52,6 +52,30 @@ pub struct ProviderOptions {
     pub thinking_budget: Option<u32>,
     /// Anthropic prompt caching: mark the system prompt and the last two messages.
     pub cache_control: bool,
+    /// Whether the model must, may or must not call a tool (sent only with tools).
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// Whether the model must call a tool, as each format says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model must call one of the tools (structured output uses this).
+    Required,
+    /// The model must not call a tool.
+    None,
+}
+
+impl ToolChoice {
+    /// The OpenAI Chat and Responses value (`auto`, `required`, `none`).
+    pub fn openai(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Required => "required",
+            Self::None => "none",
+        }
+    }
 }
 
 /// A built request: what to POST, relative to the provider's base URL.

@@ -67,16 +67,45 @@ impl ReqwestTransport {
     }
 }
 
-/// The error's text with its sources, which is where reqwest puts the useful part.
+/// The error's text with its sources, which is where reqwest puts the useful part, followed
+/// by the Node error code of an underlying socket error.
 fn describe(err: &reqwest::Error) -> String {
+    describe_chain(err)
+}
+
+/// The text of an error and its sources. A socket error among them adds its Node code
+/// (`ECONNRESET`, ...): SPEC 7.2 retries by those names (OpenCode sees them from Node), while
+/// Rust's own texts ("Connection reset by peer") match no retryable pattern. Without the code,
+/// a connection reset after the response began was a fatal error instead of a retry.
+fn describe_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
+    let mut code = node_code(err);
+    let mut source = err.source();
     while let Some(cause) = source {
         text.push_str(": ");
         text.push_str(&cause.to_string());
+        code = code.or_else(|| node_code(cause));
         source = cause.source();
     }
+    if let Some(code) = code {
+        text.push_str(" (");
+        text.push_str(code);
+        text.push(')');
+    }
     text
+}
+
+/// Node's code for a socket error, for an `std::io::Error`.
+fn node_code(err: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    use std::io::ErrorKind;
+    Some(match err.downcast_ref::<std::io::Error>()?.kind() {
+        ErrorKind::ConnectionReset => "ECONNRESET",
+        ErrorKind::ConnectionRefused => "ECONNREFUSED",
+        ErrorKind::ConnectionAborted => "ECONNABORTED",
+        ErrorKind::TimedOut => "ETIMEDOUT",
+        ErrorKind::BrokenPipe => "EPIPE",
+        _ => return None,
+    })
 }
 
 #[async_trait::async_trait]
@@ -102,5 +131,40 @@ impl HttpTransport for ReqwestTransport {
         let body =
             response.bytes_stream().map(|chunk| chunk.map_err(|err| TransportError::new(describe(&err))));
         Ok(HttpResponse { status, headers, body: body.boxed() })
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use std::io;
+
+    use super::*;
+    use crate::error::LlmError;
+
+    /// An error wrapping another, as hyper and reqwest wrap socket errors.
+    #[derive(Debug)]
+    struct Wrapper(io::Error);
+
+    impl std::fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("error reading a body from connection")
+        }
+    }
+
+    impl std::error::Error for Wrapper {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn socket_errors_carry_their_node_code_and_are_retried() {
+        let reset = Wrapper(io::Error::new(io::ErrorKind::ConnectionReset, "Connection reset by peer"));
+        let text = describe_chain(&reset);
+        assert_eq!(text, "error reading a body from connection: Connection reset by peer (ECONNRESET)");
+        let error = LlmError::Transport(TransportError::new(text)).to_message_error();
+        assert!(session_core::retryable(&error, None).is_some(), "{error:?}");
+        let other = Wrapper(io::Error::other("something else"));
+        assert_eq!(describe_chain(&other), "error reading a body from connection: something else");
     }
 }

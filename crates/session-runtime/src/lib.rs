@@ -16,6 +16,11 @@
 //! warnings for unknown keys, errors with key paths for wrong types, and the choice of wire API
 //! from a provider's `npm` package ([`ApiKind`]). It deliberately reads no environment
 //! variable: the binary passes them in.
+//!
+//! It does not own what it wires together: the rules and the processor are session-core's,
+//! the wire formats and the catalog session-llm's, persistence and leases session-store's,
+//! tool execution and permissions session-tools'. Reading the process environment and
+//! presenting events (a terminal, HTTP) are the binary's.
 
 mod config;
 mod engine;
@@ -29,6 +34,7 @@ pub use config::{
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HashEntropy, MAX_STEPS_TEXT,
     MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
-    RuntimeError, RuntimeParts, RuntimeSettings, SessionStatus, Sleeper, Snapshotter, SystemClock,
-    TokioSleeper, environment_prompt, parse_model_ref, utc_date,
+    RuntimeError, RuntimeParts, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL,
+    SessionStatus, Sleeper, Snapshotter, SystemClock, TokioSleeper, environment_prompt, missing_output_error,
+    parse_model_ref, utc_date,
 };

@@ -45,6 +45,8 @@ pub(crate) struct Sql {
     pub release_lease: &'static str,
     pub renew_leases: &'static str,
     pub expired_leases: &'static str,
+    /// Leases not yet expired, with their owners (to find owners that died).
+    pub held_leases: &'static str,
     pub open_parts: &'static str,
     pub close_part: &'static str,
     pub open_messages: &'static str,
@@ -106,6 +108,8 @@ macro_rules! statements {
             renew_leases: "UPDATE sessions SET lease_expires = $2 WHERE lease_owner = $1",
             expired_leases: "SELECT id FROM sessions WHERE lease_owner IS NOT NULL AND lease_expires < $1 \
                              ORDER BY id",
+            held_leases: "SELECT id, lease_owner FROM sessions WHERE lease_owner IS NOT NULL \
+                          AND lease_expires >= $1 ORDER BY id",
             open_parts: concat!(
                 "SELECT id, session_id, message_id, type, ", $money_out,
                 ", data FROM parts WHERE session_id = $1 AND open ORDER BY id"

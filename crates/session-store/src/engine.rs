@@ -13,6 +13,7 @@ use crate::backend::Backend;
 use crate::config::StoreOptions;
 use crate::document::{DOCUMENT_VERSION, DocumentMessage, DocumentPart, SessionDocument};
 use crate::error::{EntityKind, StoreError, StoreResult};
+use crate::liveness;
 use crate::model::{
     Lease, ListSessions, NewSession, PartDelta, RawPart, RecoveryReport, Removed, RevertPoint, Session,
     SessionCursor, SessionHistory, SessionPage, SessionPatch, SessionTime, SkippedRow, StoreStats,
@@ -140,7 +141,8 @@ where
         let ids = Ids::new(now);
         let owner = match &options.owner {
             Some(owner) => owner.clone(),
-            None => format!("pid{}-{}", std::process::id(), ids.token()),
+            // The suffix lets a later process see that this one died (see `liveness`).
+            None => format!("pid{}-{}{}", std::process::id(), ids.token(), liveness::owner_suffix()),
         };
         let counters = Arc::new(Counters::default());
         let (commands, rx) = mpsc::channel(QUEUE);
@@ -800,6 +802,7 @@ where
         if let (Some(owner), Some(expires)) = (&owner, expires)
             && owner != &self.owner
             && expires >= now
+            && !liveness::owner_is_dead(owner)
         {
             return Err(StoreError::Leased {
                 session_id: session_id.clone(),
@@ -863,7 +866,9 @@ where
         let mut conn = self.pool.acquire().await.map_err(StoreError::from_db)?;
         let (owner, expires) = self.read_lease(&mut conn, session_id).await?;
         Ok(match (owner, expires) {
-            (Some(owner), Some(expires_at)) if expires_at >= self.now() => {
+            (Some(owner), Some(expires_at))
+                if expires_at >= self.now() && !liveness::owner_is_dead(&owner) =>
+            {
                 Some(Lease { session_id: session_id.clone(), owner, expires_at })
             }
             _ => None,
@@ -877,9 +882,26 @@ where
             .fetch_all(&self.pool)
             .await
             .map_err(StoreError::from_db)?;
-        let mut report = RecoveryReport::default();
+        let mut candidates = Vec::with_capacity(expired.len());
         for row in &expired {
-            let session_id = SessionId::new_unchecked(row.try_get::<String, _>(0)?);
+            candidates.push(row.try_get::<String, _>(0)?);
+        }
+        // Leases still running their time-to-live whose owner died on this machine (a run
+        // killed with SIGKILL) are recovered now rather than when they expire.
+        let held = sqlx::query::<DB>(DB::sql().held_leases)
+            .bind(to_db(now))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(StoreError::from_db)?;
+        for row in &held {
+            let owner: String = row.try_get(1)?;
+            if owner != self.owner && liveness::owner_is_dead(&owner) {
+                candidates.push(row.try_get::<String, _>(0)?);
+            }
+        }
+        let mut report = RecoveryReport::default();
+        for id in candidates {
+            let session_id = SessionId::new_unchecked(id);
             let mut tx = self.begin_write().await?;
             // Re-check under the write lock: a live process may have taken it meanwhile.
             let (owner, expires) = match self.read_lease(&mut tx, &session_id).await {
@@ -888,8 +910,9 @@ where
                 Err(error) => return Err(error),
             };
             // This store is alive: its own sessions are not recovered, even late.
-            let still_expired =
-                owner.as_deref().is_some_and(|o| o != self.owner) && expires.is_some_and(|e| e < now);
+            let still_expired = owner.as_deref().is_some_and(|o| {
+                o != self.owner && (expires.is_some_and(|e| e < now) || liveness::owner_is_dead(o))
+            });
             if !still_expired {
                 continue;
             }

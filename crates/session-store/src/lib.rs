@@ -45,7 +45,13 @@ mod config;
 mod document;
 mod engine;
 mod error;
+/// The row decoders under arbitrary input, for the `store_rows` fuzz target only.
+#[cfg(any(fuzzing, test))]
+#[doc(hidden)]
+pub mod fuzzing;
+mod liveness;
 mod model;
+mod notify;
 mod rows;
 mod store;
 mod stores;
@@ -60,5 +66,6 @@ pub use model::{
     Session, SessionCursor, SessionHistory, SessionPage, SessionPatch, SessionSummary, SessionTime,
     SkippedRow, StoreStats, WriteBatch,
 };
+pub use notify::{MAX_NOTICE_BYTES, Notice, NoticeListener, Notifier, NotifyError};
 pub use store::{BackendKind, Store};
 pub use stores::{PgStore, SqliteStore, open};

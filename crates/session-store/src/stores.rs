@@ -90,6 +90,18 @@ impl PgStore {
         if let Some(schema) = schema {
             connect = connect.options([("search_path", schema)]);
         }
+        // One direct connection first: a refused or unreachable server fails now with its own
+        // error, instead of after the pool has retried for its whole acquire timeout.
+        let probe = tokio::time::timeout(config.acquire_timeout, sqlx::ConnectOptions::connect(&connect))
+            .await
+            .map_err(|_| {
+                StoreError::Config(format!(
+                    "PostgreSQL did not answer within {} s",
+                    config.acquire_timeout.as_secs_f64()
+                ))
+            })?
+            .map_err(StoreError::from_db)?;
+        let _ = sqlx::Connection::close(probe).await;
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections.max(2))
             .acquire_timeout(config.acquire_timeout)

@@ -52,23 +52,7 @@ fn random_seed(now_ms: u64) -> u64 {
 }
 
 /// Epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`, like JavaScript's `toISOString`.
-pub(crate) fn iso_time(ms: u64) -> String {
-    let millis = ms % 1000;
-    let secs = ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (hour, minute, second) = (rest / 3600, (rest % 3600) / 60, rest % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
-}
+pub(crate) use session_core::iso_time;
 
 /// OpenCode's default title of a new session.
 pub(crate) fn default_title(child: bool, now_ms: u64) -> String {

@@ -6,7 +6,8 @@
 //! request or mid-stream (429 with `retry-after-ms`, `retry-after` seconds or an HTTP date;
 //! 500, 502, 503, 529; a connection reset; a stall; a malformed event; a cut stream; each
 //! provider's context-overflow error), records every request, and checks on each one that
-//! every tool call in the history has its result.
+//! every tool call in the history has its result. A script's text may carry [`SENT_US`], which
+//! each streamed chunk replaces by the moment it was sent (for latency measurements).
 //!
 //! The choice of reply (turn from the history, faults by request number, tool translation)
 //! and the wire bytes are session-llm's, shared with the in-process
@@ -18,5 +19,5 @@ mod listener;
 mod server;
 mod wire;
 
-pub use server::{RecordedRequest, TestServer, Violation};
+pub use server::{RecordedRequest, SENT_US, TestServer, Violation};
 pub use wire::{WireFacts, read as read_request};

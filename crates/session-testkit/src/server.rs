@@ -6,7 +6,7 @@ use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -39,6 +39,13 @@ pub struct RecordedRequest {
     pub index: u64,
     /// Its number among main requests, for a main request.
     pub main_index: Option<u64>,
+    /// When it arrived, on the monotonic clock, counted from the server's start: the gap
+    /// between two requests is what a client waited (a retry delay, for instance).
+    #[serde(serialize_with = "millis")]
+    pub received: Duration,
+    /// When it arrived, in Unix milliseconds (wall clock): comparable with the epoch times a
+    /// client reports, such as a retry status's `next`, and with HTTP dates.
+    pub received_unix_ms: u64,
     /// The wire format of the endpoint it reached.
     #[serde(serialize_with = "api_name")]
     pub api: Api,
@@ -70,6 +77,10 @@ pub struct RecordedRequest {
     pub violations: Vec<String>,
 }
 
+fn millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
+}
+
 fn api_name<S: serde::Serializer>(api: &Api, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(api.as_str())
 }
@@ -92,6 +103,8 @@ impl fmt::Display for Violation {
 struct Shared {
     runner: ScriptRunner,
     log: Mutex<Vec<RecordedRequest>>,
+    /// The server's start, the origin of [`RecordedRequest::received`].
+    started: Instant,
     /// Ends stalled streams and pending delays when the server shuts down.
     shutdown: CancellationToken,
 }
@@ -121,6 +134,7 @@ impl TestServer {
         let shared = Arc::new(Shared {
             runner: ScriptRunner::new(script),
             log: Mutex::new(Vec::new()),
+            started: Instant::now(),
             shutdown: shutdown.clone(),
         });
         let app = Router::new()
@@ -212,6 +226,44 @@ impl Drop for TestServer {
     }
 }
 
+/// The wall clock in Unix milliseconds (0 before 1970, which a test machine never is).
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Written in a script's text (or reasoning, or tool arguments), this is replaced in each
+/// streamed chunk by the Unix time in microseconds (16 digits) at which the server hands that
+/// chunk to the connection: a client can then measure how long a delta took to reach it.
+pub const SENT_US: &str = "{sent_us}";
+
+/// The wall clock in Unix microseconds (0 before 1970).
+fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// `chunk` with every [`SENT_US`] replaced by `now_us`, zero-padded to 16 digits (a fixed width,
+/// so that a client can find the stamps in a stream of them); the chunk as it is when it has none.
+fn stamp_chunk(chunk: Bytes, now_us: u64) -> Bytes {
+    let placeholder = SENT_US.as_bytes();
+    if !chunk.windows(placeholder.len()).any(|window| window == placeholder) {
+        return chunk;
+    }
+    let stamp = format!("{now_us:016}");
+    let mut out = Vec::with_capacity(chunk.len() + 8);
+    let mut rest = &chunk[..];
+    while let Some(at) = rest.windows(placeholder.len()).position(|window| window == placeholder) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(stamp.as_bytes());
+        rest = &rest[at + placeholder.len()..];
+    }
+    out.extend_from_slice(rest);
+    Bytes::from(out)
+}
+
 /// Which wire format a path belongs to, and the model a Gemini path names.
 fn endpoint(path: &str) -> Option<(Api, Option<String>)> {
     if path.ends_with("/chat/completions") {
@@ -267,6 +319,10 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    // Taken first, before the body is parsed, so that a recorded gap never exceeds the
+    // client's real wait by the server's own work.
+    let received = shared.started.elapsed();
+    let received_unix_ms = unix_ms();
     let path = uri.path();
     if method == Method::GET {
         if path.trim_end_matches('/').ends_with("/models") {
@@ -302,6 +358,8 @@ async fn handle(
     let record = RecordedRequest {
         index: plan.index,
         main_index: plan.main_index,
+        received,
+        received_unix_ms,
         api,
         path: uri.path_and_query().map_or_else(|| path.to_owned(), |p| p.as_str().to_owned()),
         kind: plan.kind,
@@ -379,7 +437,7 @@ enum Pace {
     Done,
 }
 
-/// The chunks as an SSE body: a pause before each, then the ending.
+/// The chunks as an SSE body: a pause before each (and its [`SENT_US`] stamps), then the ending.
 fn sse_response(
     wire: WireStream,
     delay: Duration,
@@ -401,6 +459,8 @@ fn sse_response(
                         () = shutdown.cancelled() => return None,
                     }
                 }
+                // Stamped after the pause: the moment the chunk leaves for the client.
+                let chunk = stamp_chunk(chunk, unix_us());
                 return Some((Ok::<Bytes, io::Error>(chunk), Pace::Chunks(chunks)));
             }
             match ending {
@@ -423,4 +483,21 @@ fn sse_response(
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Bytes;
+
+    use super::stamp_chunk;
+
+    #[test]
+    fn stamps_replace_every_placeholder_with_sixteen_digits() {
+        let chunk = Bytes::from_static(b"data: {\"content\":\"{sent_us} a{sent_us}\"}\n\n");
+        let stamped = stamp_chunk(chunk, 1_764_000_000_123_456);
+        assert_eq!(&stamped[..], &b"data: {\"content\":\"1764000000123456 a1764000000123456\"}\n\n"[..]);
+        assert_eq!(&stamp_chunk(Bytes::from_static(b"{sent_us}"), 42)[..], b"0000000000000042");
+        let plain = Bytes::from_static(b"data: {\"content\":\"{sent\"}\n\n");
+        assert_eq!(stamp_chunk(plain.clone(), 1), plain);
+    }
 }

@@ -1,7 +1,6 @@
 //! Integration tests of session-core's public API, one module per area.
 mod compaction;
 mod doom_loop;
-mod fuzz_rows;
 mod history;
 mod js_json;
 mod overflow;

@@ -90,6 +90,14 @@ pub fn build_request(request: &LlmRequest) -> Result<BuiltRequest, LlmError> {
             .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}))
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = options.tool_choice {
+            let kind = match choice {
+                crate::ToolChoice::Auto => "auto",
+                crate::ToolChoice::Required => "any",
+                crate::ToolChoice::None => "none",
+            };
+            body.insert("tool_choice".into(), json!({"type": kind}));
+        }
     }
     // Anthropic refuses sampling parameters while thinking.
     if options.thinking_budget.is_none() {

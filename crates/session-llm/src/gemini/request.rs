@@ -63,6 +63,14 @@ pub fn build_request(request: &LlmRequest) -> Result<BuiltRequest, LlmError> {
             })
             .collect();
         body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+        if let Some(choice) = request.options.tool_choice {
+            let mode = match choice {
+                crate::ToolChoice::Auto => "AUTO",
+                crate::ToolChoice::Required => "ANY",
+                crate::ToolChoice::None => "NONE",
+            };
+            body.insert("toolConfig".into(), json!({"functionCallingConfig": {"mode": mode}}));
+        }
     }
     let options = &request.options;
     let mut config = Map::new();

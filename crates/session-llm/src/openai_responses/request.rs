@@ -50,6 +50,9 @@ pub fn build_request(request: &LlmRequest) -> Result<BuiltRequest, LlmError> {
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = request.options.tool_choice {
+            body.insert("tool_choice".into(), json!(choice.openai()));
+        }
     }
     let options = &request.options;
     if let Some(max) = request.max_output_tokens {

@@ -4,8 +4,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use session_core::ModelMessage;
 use session_llm::{
-    Api, BuiltRequest, LlmError, LlmRequest, ProviderConfig, ProviderOptions, ToolSpec, build_request,
-    http_request,
+    Api, BuiltRequest, LlmError, LlmRequest, ProviderConfig, ProviderOptions, ToolChoice, ToolSpec,
+    build_request, http_request,
 };
 
 /// A conversation with an image, reasoning, a tool call and its result, and tools.
@@ -170,4 +170,23 @@ fn http_requests_carry_the_format_authentication() {
         // The key never shows in debug output.
         assert!(!format!("{config:?}").contains("\"k\""));
     }
+}
+
+#[test]
+fn tool_choice_in_each_format() {
+    let required = ProviderOptions { tool_choice: Some(ToolChoice::Required), ..ProviderOptions::default() };
+    let body = |api: Api, options: ProviderOptions| build_request(api, &request("m", options)).unwrap().body;
+    assert_eq!(body(Api::OpenAiChat, required.clone())["tool_choice"], json!("required"));
+    assert_eq!(body(Api::OpenAiResponses, required.clone())["tool_choice"], json!("required"));
+    assert_eq!(body(Api::Anthropic, required.clone())["tool_choice"], json!({"type": "any"}));
+    assert_eq!(
+        body(Api::Gemini, required.clone())["toolConfig"],
+        json!({"functionCallingConfig": {"mode": "ANY"}})
+    );
+    // Unset means the provider's default: no field at all.
+    assert_eq!(body(Api::OpenAiChat, ProviderOptions::default()).get("tool_choice"), None);
+    // Without tools a tool choice is meaningless and some servers reject it.
+    let mut bare = request("m", required);
+    bare.tools.clear();
+    assert_eq!(build_request(Api::Anthropic, &bare).unwrap().body.get("tool_choice"), None);
 }

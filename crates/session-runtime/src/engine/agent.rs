@@ -83,31 +83,11 @@ pub fn environment_prompt(worktree: &Path, is_git: bool, date: &str, agents_md: 
 }
 
 /// A civil date `YYYY-MM-DD` from epoch milliseconds (UTC).
-pub fn utc_date(epoch_ms: u64) -> String {
-    // Howard Hinnant's days-to-civil algorithm: no date crate for one line of output.
-    let days = (epoch_ms / 86_400_000) as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
+pub use session_core::utc_date;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_civil() {
-        assert_eq!(utc_date(0), "1970-01-01");
-        assert_eq!(utc_date(1_767_225_600_000), "2026-01-01");
-        assert_eq!(utc_date(951_782_400_000), "2000-02-29");
-    }
 
     #[test]
     fn plan_denies_edits_and_bash() {

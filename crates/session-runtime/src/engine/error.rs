@@ -58,6 +58,12 @@ pub enum RuntimeError {
     /// Compaction could not be prepared.
     #[error("compaction failed: {0}")]
     Compaction(String),
+    /// The requested output schema is not a valid JSON schema.
+    #[error("the output format's JSON schema is invalid: {0}")]
+    InvalidSchema(String),
+    /// The run this prompt joined failed.
+    #[error("{0}")]
+    JoinedRunFailed(String),
     /// Compaction ran twice without a completed step in between.
     #[error("compaction did not free enough context; stopped instead of compacting again")]
     CompactionLoop,

@@ -8,6 +8,7 @@ mod revert;
 mod runtime;
 mod snapshot;
 mod status;
+mod structured;
 
 pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt, utc_date};
 pub use bus::{Bus, BusEvent};
@@ -18,3 +19,4 @@ pub use runtime::{
 };
 pub use snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, NoSnapshots, Snapshotter};
 pub use status::SessionStatus;
+pub use structured::{STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, missing_output_error};

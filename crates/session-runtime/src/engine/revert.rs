@@ -5,11 +5,10 @@ use std::collections::BTreeSet;
 
 use session_core::{Message, MessageId, MessageWithParts, PartId, PartKind, PatchPart, SessionId};
 use session_store::{RevertPoint, RevertRecord, Session, SessionPatch};
-use tokio_util::sync::CancellationToken;
 
 use super::bus::BusEvent;
 use super::error::RuntimeError;
-use super::runtime::{RunGuard, Runtime, lock};
+use super::runtime::{RunGuard, Runtime};
 
 impl Runtime {
     /// Reverts the session to before `message_id` (or before its part `part_id`): every file
@@ -51,8 +50,12 @@ impl Runtime {
                 patch.files.iter().filter(|f| seen.insert((*f).clone())).cloned().collect();
             self.restore(&patch.hash, &files).await?;
         }
-        let record =
-            RevertRecord { message_id: point.message_id, part_id: point.part_id, snapshot, diff: None };
+        // What the revert undid, as a diff from the tree before it to the tree now.
+        let diff = match &snapshot {
+            Some(hash) => self.snapshots.diff(hash).await,
+            None => None,
+        };
+        let record = RevertRecord { message_id: point.message_id, part_id: point.part_id, snapshot, diff };
         let patch = SessionPatch { revert: Some(Some(record)), ..SessionPatch::default() };
         let session = self.store.update_session(session_id, patch).await?;
         self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session.clone()) });
@@ -101,14 +104,8 @@ impl Runtime {
     /// Marks the session busy for a revert (so no prompt starts meanwhile); refused while a
     /// prompt runs here or another process holds the session's lease.
     async fn claim_idle(&self, session_id: &SessionId) -> Result<RunGuard<'_>, RuntimeError> {
-        {
-            let mut runs = lock(&self.runs);
-            if runs.contains_key(session_id) {
-                return Err(RuntimeError::Busy(session_id.clone()));
-            }
-            runs.insert(session_id.clone(), CancellationToken::new());
-        }
-        let guard = RunGuard { runtime: self, session_id: session_id.clone() };
+        let (guard, _cancel) =
+            self.begin_run(session_id, false).ok_or_else(|| RuntimeError::Busy(session_id.clone()))?;
         if self.store.lease(session_id).await?.is_some() {
             return Err(RuntimeError::Busy(session_id.clone()));
         }

@@ -8,15 +8,17 @@ use futures_util::StreamExt as _;
 use session_core::{
     AssistantContent, AssistantMessage, AssistantTime, CompactionConfig, CompactionPart, CreatedTime, Effect,
     FinishReason, IdGenerator, Input, Message, MessageError, MessageId, MessagePath, MessageWithParts,
-    ModelMessage, ModelRef, ModelTarget, Outcome, Part, PartId, PartKind, Processor, ProcessorConfig,
-    ProcessorError, RetryConfig, RetryDecision, RetryRequest, SessionId, TextPart, ToModelOptions,
-    TokenUsage, ToolCallRef, UserMessage, Waiting, compaction_history, continue_part, decide, disabled_tools,
-    filter_compacted, is_overflow, preserve_budget, replay_parts, replay_user_message, select_tail,
-    summary_message, summary_prompt, summary_request, tail_turns, to_model_messages, too_large_error, usable,
+    ModelMessage, ModelRef, ModelTarget, Outcome, OutputFormat, Part, PartId, PartKind, Processor,
+    ProcessorConfig, ProcessorError, RetryConfig, RetryDecision, RetryRequest, SessionId, TextPart,
+    ToModelOptions, TokenUsage, ToolCallRef, UserMessage, Waiting, compaction_history, continue_part, decide,
+    disabled_tools, filter_compacted, is_overflow, preserve_budget, replay_parts, replay_user_message,
+    select_tail, summary_message, summary_prompt, summary_request, tail_turns, to_model_messages,
+    too_large_error, usable,
 };
-use session_llm::{CatalogModel, LlmRequest, Provider, ProviderOptions, ToolSpec};
+use session_llm::{CatalogModel, LlmRequest, Provider, ProviderOptions, ToolChoice, ToolSpec};
 use session_store::{NewSession, PartDelta, Session, Store, StoreError, WriteBatch};
 use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolCall, ToolExecutor};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::{Agent, MAX_STEPS_TEXT, environment_prompt, utc_date};
@@ -25,6 +27,13 @@ use super::clock::{Clock, HashEntropy, Sleeper};
 use super::error::RuntimeError;
 use super::snapshot::Snapshotter;
 use super::status::SessionStatus;
+use super::structured::{
+    STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, StructuredOutput, missing_output_error,
+};
+
+/// What joined prompts get when the run they joined ended without a result (its future was
+/// dropped).
+const RUN_DROPPED: &str = "the run this prompt joined was stopped before it finished";
 
 /// A provider the runtime can call, with what it needs to know about it.
 #[derive(Clone)]
@@ -80,6 +89,9 @@ pub struct PromptInput {
     pub agent: Option<String>,
     /// The model to use (default from settings).
     pub model: Option<ModelRef>,
+    /// The answer's format: a JSON schema makes the model answer through the
+    /// `StructuredOutput` tool and the message carry the result in `structured`.
+    pub format: Option<OutputFormat>,
 }
 
 /// The handles a runtime is built from; no globals, nothing read from the environment.
@@ -118,8 +130,26 @@ pub struct Runtime {
     agents: BTreeMap<String, Agent>,
     settings: RuntimeSettings,
     pub(super) bus: Bus,
-    pub(super) runs: Mutex<HashMap<SessionId, CancellationToken>>,
+    pub(super) runs: Mutex<HashMap<SessionId, RunEntry>>,
+    /// Numbers runs so a finished run's guard never removes a newer run's entry.
+    run_counter: std::sync::atomic::AtomicU64,
     ids: Mutex<(IdGenerator, HashEntropy)>,
+}
+
+/// What a finished run hands the prompts that joined it: its last assistant message, or the
+/// text of its error.
+type RunResult = Result<AssistantMessage, String>;
+
+/// A run in progress in this process: a prompt loop, or a revert.
+pub(super) struct RunEntry {
+    /// Which run this is (see [`Runtime::run_counter`]).
+    run: u64,
+    /// Cancels the run.
+    pub(super) cancel: CancellationToken,
+    /// Filled once when a prompt loop ends; `None` for a revert, which prompts cannot join.
+    finished: Option<watch::Sender<Option<RunResult>>>,
+    /// How many prompts joined: each stored its user message for the running loop to answer.
+    joins: u64,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -132,11 +162,15 @@ impl std::fmt::Debug for Runtime {
 pub(super) struct RunGuard<'a> {
     pub(super) runtime: &'a Runtime,
     pub(super) session_id: SessionId,
+    pub(super) run: u64,
 }
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.runtime.runs).remove(&self.session_id);
+        let mut runs = lock(&self.runtime.runs);
+        if runs.get(&self.session_id).is_some_and(|entry| entry.run == self.run) {
+            runs.remove(&self.session_id);
+        }
     }
 }
 
@@ -152,6 +186,8 @@ struct StepContext<'a> {
     agent: &'a Agent,
     provider: &'a ProviderEntry,
     cancel: &'a CancellationToken,
+    /// The step's structured-output capture, when the user asked for a schema.
+    structured: Option<&'a StructuredOutput>,
 }
 
 impl Runtime {
@@ -168,6 +204,7 @@ impl Runtime {
             settings: parts.settings,
             bus: Bus::default(),
             runs: Mutex::new(HashMap::new()),
+            run_counter: std::sync::atomic::AtomicU64::new(0),
             ids: Mutex::new((IdGenerator::new(), HashEntropy::default())),
         }
     }
@@ -204,8 +241,8 @@ impl Runtime {
     /// sets the status idle and returns false (SPEC 11 `cancel`).
     pub fn cancel(&self, session_id: &SessionId) -> bool {
         let running = match lock(&self.runs).get(session_id) {
-            Some(token) => {
-                token.cancel();
+            Some(entry) => {
+                entry.cancel.cancel();
                 true
             }
             None => false,
@@ -243,51 +280,169 @@ impl Runtime {
     /// Runs `input` in the session until the model is done (SPEC 12) and returns the last
     /// assistant message; a run that failed returns its message with the `error` set.
     ///
-    /// A second prompt while one runs in this process is refused with [`RuntimeError::Busy`];
-    /// while another process holds the session's lease, with [`RuntimeError::LeasedElsewhere`].
-    /// A revert pending on the session becomes final first: the messages after its point are
-    /// deleted (SPEC 13 `cleanup`).
+    /// A prompt sent while another runs in the session in this process joins that run (SPEC
+    /// 12 step 11): its user message is stored at once, the running loop answers it (wrapped
+    /// in a system reminder, step 8), and the call returns what the run returns. While a
+    /// revert runs it is refused with [`RuntimeError::Busy`]; while another process holds the
+    /// session's lease, with [`RuntimeError::LeasedElsewhere`]. A revert pending on the
+    /// session becomes final first: the messages after its point are deleted (SPEC 13
+    /// `cleanup`).
     pub async fn prompt(
         &self,
         session_id: &SessionId,
         input: PromptInput,
     ) -> Result<AssistantMessage, RuntimeError> {
-        let cancel = {
-            let mut runs = lock(&self.runs);
-            if runs.contains_key(session_id) {
+        let mut written = false;
+        loop {
+            if let Some((guard, cancel)) = self.begin_run(session_id, true) {
+                return self.run_owned(session_id, &input, written, guard, &cancel).await;
+            }
+            if !self.is_joinable(session_id) {
                 return Err(RuntimeError::Busy(session_id.clone()));
             }
-            let token = CancellationToken::new();
-            runs.insert(session_id.clone(), token.clone());
-            token
-        };
-        let _guard = RunGuard { runtime: self, session_id: session_id.clone() };
-        if let Err(error) = self.store.acquire_lease(session_id).await {
-            return Err(match error {
-                // Another process runs this session: say so plainly.
-                StoreError::Leased { session_id, owner, expires_at } => {
-                    RuntimeError::LeasedElsewhere { session_id, owner, expires_at }
-                }
-                other => other.into(),
-            });
+            if !written {
+                self.write_prompt_message(session_id, &input).await?;
+                written = true;
+            }
+            // The run may have ended while the message was written: then this prompt runs it.
+            let Some(mut finished) = self.join_run(session_id) else { continue };
+            let result = match finished.wait_for(Option::is_some).await {
+                Ok(result) => result.clone().unwrap_or_else(|| Err(RUN_DROPPED.to_owned())),
+                Err(_) => Err(RUN_DROPPED.to_owned()),
+            };
+            return result.map_err(RuntimeError::JoinedRunFailed);
         }
-        let result = self.run_loop(session_id, input, &cancel).await;
-        if let Err(error) = self.store.flush().await {
-            tracing::warn!(%error, "flushing the store after a run failed");
-        }
-        if let Err(error) = self.store.release_lease(session_id).await {
-            tracing::warn!(%error, "releasing the session lease failed");
-        }
-        self.set_status(session_id, SessionStatus::Idle);
-        result
     }
 
-    async fn run_loop(
+    /// Registers a run of the session, or `None` when one is going. A `joinable` run (a
+    /// prompt loop) lets later prompts join it; a revert does not.
+    pub(super) fn begin_run(
         &self,
         session_id: &SessionId,
-        input: PromptInput,
+        joinable: bool,
+    ) -> Option<(RunGuard<'_>, CancellationToken)> {
+        let mut runs = lock(&self.runs);
+        if runs.contains_key(session_id) {
+            return None;
+        }
+        let run = self.run_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cancel = CancellationToken::new();
+        let finished = joinable.then(|| watch::channel(None).0);
+        runs.insert(session_id.clone(), RunEntry { run, cancel: cancel.clone(), finished, joins: 0 });
+        Some((RunGuard { runtime: self, session_id: session_id.clone(), run }, cancel))
+    }
+
+    fn is_joinable(&self, session_id: &SessionId) -> bool {
+        lock(&self.runs).get(session_id).is_none_or(|entry| entry.finished.is_some())
+    }
+
+    /// Tells the session's running loop that a prompt joined; `None` when no loop runs.
+    fn join_run(&self, session_id: &SessionId) -> Option<watch::Receiver<Option<RunResult>>> {
+        let mut runs = lock(&self.runs);
+        let entry = runs.get_mut(session_id)?;
+        let receiver = entry.finished.as_ref()?.subscribe();
+        entry.joins += 1;
+        Some(receiver)
+    }
+
+    fn joins(&self, session_id: &SessionId, run: u64) -> u64 {
+        lock(&self.runs).get(session_id).filter(|entry| entry.run == run).map_or(0, |entry| entry.joins)
+    }
+
+    /// Ends the run unless a prompt joined since `seen`: removes its entry and hands its
+    /// result to the joined prompts. Returns false (and keeps the run) when one joined.
+    fn end_run(
+        &self,
+        session_id: &SessionId,
+        run: u64,
+        seen: u64,
+        result: &Result<AssistantMessage, RuntimeError>,
+        may_continue: bool,
+    ) -> bool {
+        let mut runs = lock(&self.runs);
+        let Some(entry) = runs.get(session_id).filter(|entry| entry.run == run) else { return true };
+        if may_continue && entry.joins != seen {
+            return false;
+        }
+        if let Some(entry) = runs.remove(session_id)
+            && let Some(finished) = entry.finished
+        {
+            let shared = match result {
+                Ok(message) => Ok(message.clone()),
+                Err(error) => Err(error.to_string()),
+            };
+            finished.send_replace(Some(shared));
+        }
+        true
+    }
+
+    /// The run of the prompt that found the session idle: the lease, the loop (again while
+    /// prompts join it), then the lease released and the status idle.
+    async fn run_owned(
+        &self,
+        session_id: &SessionId,
+        input: &PromptInput,
+        written: bool,
+        guard: RunGuard<'_>,
         cancel: &CancellationToken,
     ) -> Result<AssistantMessage, RuntimeError> {
+        let run = guard.run;
+        if let Err(error) = self.acquire_lease(session_id).await {
+            let result = Err(error);
+            self.end_run(session_id, run, 0, &result, false);
+            return result;
+        }
+        let mut result = Ok(());
+        if !written {
+            result = self.write_prompt_message(session_id, input).await.map(drop);
+        }
+        loop {
+            let seen = self.joins(session_id, run);
+            let outcome = match result {
+                Ok(()) => self.run_loop(session_id, cancel).await,
+                Err(error) => Err(error),
+            };
+            result = Ok(());
+            if let Err(error) = self.store.flush().await {
+                tracing::warn!(%error, "flushing the store after a run failed");
+            }
+            let stop = outcome.is_err() || cancel.is_cancelled();
+            if !stop && self.joins(session_id, run) != seen {
+                continue;
+            }
+            if let Err(error) = self.store.release_lease(session_id).await {
+                tracing::warn!(%error, "releasing the session lease failed");
+            }
+            self.set_status(session_id, SessionStatus::Idle);
+            if self.end_run(session_id, run, seen, &outcome, !stop) {
+                return outcome;
+            }
+            // A prompt joined after the loop's last look at the history: answer it too.
+            if let Err(error) = self.acquire_lease(session_id).await {
+                let failed = Err(error);
+                self.end_run(session_id, run, seen, &failed, false);
+                return failed;
+            }
+        }
+    }
+
+    async fn acquire_lease(&self, session_id: &SessionId) -> Result<(), RuntimeError> {
+        self.store.acquire_lease(session_id).await.map(drop).map_err(|error| match error {
+            // Another process runs this session: say so plainly.
+            StoreError::Leased { session_id, owner, expires_at } => {
+                RuntimeError::LeasedElsewhere { session_id, owner, expires_at }
+            }
+            other => other.into(),
+        })
+    }
+
+    /// Stores the prompt's user message: the agent, model and format checked, a pending
+    /// revert made final first.
+    async fn write_prompt_message(
+        &self,
+        session_id: &SessionId,
+        input: &PromptInput,
+    ) -> Result<UserMessage, RuntimeError> {
         let agent_name = input.agent.clone().unwrap_or_else(|| "build".to_owned());
         let agent = self.agents.get(&agent_name).ok_or_else(|| RuntimeError::AgentNotFound {
             name: agent_name.clone(),
@@ -298,10 +453,26 @@ impl Runtime {
             .clone()
             .or_else(|| agent.model.as_deref().and_then(parse_model_ref))
             .unwrap_or_else(|| self.settings.default_model.clone());
+        if let Some(OutputFormat::JsonSchema { schema, .. }) = &input.format {
+            StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?;
+        }
         // A pending revert becomes final when the session moves on (SPEC 13 `cleanup`).
         self.cleanup_revert(session_id).await?;
-        self.write_user_message(session_id, &agent.name, &model, vec![text_part(&input.text)]).await?;
+        self.write_user_message(
+            session_id,
+            &agent.name,
+            &model,
+            input.format.clone(),
+            vec![text_part(&input.text)],
+        )
+        .await
+    }
 
+    async fn run_loop(
+        &self,
+        session_id: &SessionId,
+        cancel: &CancellationToken,
+    ) -> Result<AssistantMessage, RuntimeError> {
         let mut step: u32 = 0;
         let mut compactions_without_step = 0u32;
         let mut last: Option<AssistantMessage> = None;
@@ -368,6 +539,25 @@ impl Runtime {
                 continue;
             }
 
+            // The newest user message decides the agent, the model and the format (SPEC 12 step 3).
+            let model = last_user.model.clone();
+            let Some(agent) = self.agents.get(&last_user.agent) else {
+                let error = RuntimeError::AgentNotFound {
+                    name: last_user.agent.clone(),
+                    available: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
+                };
+                self.bus.publish(BusEvent::SessionError {
+                    session_id: session_id.clone(),
+                    error: MessageError::UnknownError { message: error.to_string() },
+                });
+                return Err(error);
+            };
+            let structured = match &last_user.format {
+                Some(OutputFormat::JsonSchema { schema, .. }) => {
+                    Some(StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?)
+                }
+                Some(OutputFormat::Text) | None => None,
+            };
             let entry = self.provider_for(&model)?;
             let catalog = self.model_for(&model, &entry)?;
             if let Some(finished) = &last_finished
@@ -403,16 +593,23 @@ impl Runtime {
             }
             let tool_names = self.tools.registry().names().into_iter().map(str::to_owned).collect::<Vec<_>>();
             let disabled = disabled_tools(&tool_names, &agent.ruleset);
-            let tools = self
+            let mut tools: Vec<ToolSpec> = self
                 .tools
                 .registry()
                 .definitions(&disabled)
                 .into_iter()
                 .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
                 .collect();
+            let mut system = vec![agent.prompt.clone(), self.environment()];
+            let mut options = ProviderOptions::default();
+            if let Some(structured) = &structured {
+                tools.push(structured.tool());
+                system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());
+                options.tool_choice = Some(ToolChoice::Required);
+            }
             let request = LlmRequest {
                 model: catalog.id.clone(),
-                system: vec![agent.prompt.clone(), self.environment()],
+                system,
                 messages: model_messages,
                 tools,
                 max_output_tokens: u32::try_from(session_core::max_output_tokens(
@@ -420,7 +617,7 @@ impl Runtime {
                     self.settings.output_token_max,
                 ))
                 .ok(),
-                options: ProviderOptions::default(),
+                options,
                 cancel: cancel.child_token(),
             };
             let processor = Processor::new(
@@ -433,9 +630,41 @@ impl Runtime {
                 },
                 Box::new(HashEntropy::default()),
             );
-            let context =
-                StepContext { session_id, message_id: assistant.id.clone(), agent, provider: &entry, cancel };
-            let (outcome, message) = self.process(&context, processor, request).await?;
+            let context = StepContext {
+                session_id,
+                message_id: assistant.id.clone(),
+                agent,
+                provider: &entry,
+                cancel,
+                structured: structured.as_ref(),
+            };
+            let (outcome, mut message) = self.process(&context, processor, request).await?;
+            if let Some(structured) = &structured {
+                // SPEC 12 step 10: a captured answer ends the run; a finished reply without one fails it.
+                let captured = structured.take();
+                let finished_without = captured.is_none()
+                    && message.error.is_none()
+                    && message
+                        .finish
+                        .is_some_and(|f| f != FinishReason::ToolCalls && f != FinishReason::Unknown);
+                if captured.is_some() || finished_without {
+                    if let Some(value) = captured {
+                        message.structured = Some(value);
+                        message.finish.get_or_insert(FinishReason::Stop);
+                    } else {
+                        let error = missing_output_error();
+                        self.bus.publish(BusEvent::SessionError {
+                            session_id: session_id.clone(),
+                            error: error.clone(),
+                        });
+                        message.error = Some(error);
+                    }
+                    self.store.upsert_message(&Message::Assistant(message.clone())).await?;
+                    self.bus.publish(BusEvent::assistant(&message));
+                    last = Some(message);
+                    break;
+                }
+            }
             last = Some(message.clone());
             match outcome {
                 Outcome::Stop => break,
@@ -515,13 +744,14 @@ impl Runtime {
         session_id: &SessionId,
         agent: &str,
         model: &ModelRef,
+        format: Option<OutputFormat>,
         parts: Vec<PartKind>,
     ) -> Result<UserMessage, RuntimeError> {
         let user = UserMessage {
             id: self.next_id(),
             session_id: session_id.clone(),
             time: CreatedTime { created: self.clock.now_ms() },
-            format: None,
+            format,
             summary: None,
             agent: agent.to_owned(),
             model: model.clone(),
@@ -556,7 +786,7 @@ impl Runtime {
             overflow: overflow.then_some(true),
             tail_start_id: None,
         });
-        self.write_user_message(session_id, &last_user.agent, &last_user.model, vec![part]).await?;
+        self.write_user_message(session_id, &last_user.agent, &last_user.model, None, vec![part]).await?;
         Ok(())
     }
 
@@ -627,8 +857,14 @@ impl Runtime {
             self.agents.get(&last_user.agent).or_else(|| self.agents.get("build")).ok_or_else(|| {
                 RuntimeError::AgentNotFound { name: last_user.agent.clone(), available: String::new() }
             })?;
-        let context =
-            StepContext { session_id, message_id: summary.id.clone(), agent, provider: &entry, cancel };
+        let context = StepContext {
+            session_id,
+            message_id: summary.id.clone(),
+            agent,
+            provider: &entry,
+            cancel,
+            structured: None,
+        };
         let (outcome, mut finished) = self.process(&context, processor, request).await?;
         if outcome == Outcome::Compact {
             finished.error = Some(too_large_error(history.replay.is_some()));
@@ -678,6 +914,7 @@ impl Runtime {
                         session_id,
                         &last_user.agent,
                         &last_user.model,
+                        None,
                         vec![PartKind::Text(continue_part(overflow))],
                     )
                     .await?;
@@ -925,6 +1162,11 @@ impl Runtime {
                     } else {
                         Some(Input::PermissionReply(reply.map_err(|error| error.to_string())))
                     }
+                }
+                Effect::ExecuteTool { call_id, tool, input, .. }
+                    if tool == STRUCTURED_OUTPUT_TOOL && context.structured.is_some() =>
+                {
+                    context.structured.map(|structured| Input::Event(structured.capture(call_id, input)))
                 }
                 Effect::ExecuteTool { call_id, tool, input, .. } => {
                     let call = ToolCall { call_id, tool, input };

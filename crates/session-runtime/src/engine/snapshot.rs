@@ -21,6 +21,11 @@ pub trait Snapshotter: Send + Sync {
     async fn patch(&self, hash: &str) -> Vec<String>;
     /// Restores `files` to their content at `hash` (files absent there are deleted).
     async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String>;
+    /// The unified diff from the tree at `hash` to the working tree now, or `None` when
+    /// snapshots are off or git failed.
+    async fn diff(&self, _hash: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Snapshots turned off.
@@ -152,6 +157,20 @@ impl Snapshotter for GitSnapshotter {
             Err(error) => {
                 tracing::warn!(%error, "snapshot: diff failed");
                 Vec::new()
+            }
+        }
+    }
+
+    async fn diff(&self, hash: &str) -> Option<String> {
+        if let Err(error) = self.stage().await {
+            tracing::warn!(%error, "snapshot: staging failed");
+            return None;
+        }
+        match self.git(&["diff", "--cached", "--no-ext-diff", "--no-color", hash, "--"]).await {
+            Ok(out) => Some(String::from_utf8_lossy(&out).into_owned()),
+            Err(error) => {
+                tracing::warn!(%error, "snapshot: diff failed");
+                None
             }
         }
     }

@@ -6,12 +6,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::support::eventually;
 use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use session_core::{
-    AgentPaths, FinishReason, LlmEvent, Message, MessageWithParts, ModelCost, ModelLimit, ModelRef, PartKind,
-    PermissionAsk, Reply, SessionId, ToolStatus, Usage,
+    AgentPaths, FinishReason, LlmEvent, Message, MessageError, MessageWithParts, ModelCost, ModelLimit,
+    ModelRef, PartKind, PermissionAsk, Reply, SessionId, ToolStatus, Usage,
 };
 use session_llm::{Api, CatalogModel, LlmError, LlmRequest, LlmStream, Provider};
 use session_runtime::{
@@ -621,21 +622,40 @@ async fn a_step_with_a_file_change_gets_a_patch_part() {
 }
 
 #[tokio::test]
-async fn a_second_prompt_while_busy_is_refused() {
+async fn a_second_prompt_while_busy_joins_the_run_and_shares_its_end() {
     let h = Arc::new(harness(vec![Turn::Hang(vec![])], Reply::Once, BIG, None, false).await);
     let session = h.runtime.create_session(None).await.unwrap();
-    let runner = {
+    let spawn_prompt = |text: &'static str| {
         let h = h.clone();
         let id = session.id.clone();
         tokio::spawn(async move {
-            h.runtime.prompt(&id, PromptInput { text: "x".into(), ..Default::default() }).await
+            h.runtime.prompt(&id, PromptInput { text: text.into(), ..Default::default() }).await
         })
     };
+    let first = spawn_prompt("x");
     while !h.runtime.is_busy(&session.id) {
         tokio::task::yield_now().await;
     }
-    let second = h.runtime.prompt(&session.id, PromptInput { text: "y".into(), ..Default::default() }).await;
-    assert!(matches!(second, Err(session_runtime::RuntimeError::Busy(_))));
-    h.runtime.cancel(&session.id);
-    let _ = runner.await.unwrap();
+    let second = spawn_prompt("y");
+    // The joined prompt's message is stored at once, for the running loop to pick up.
+    let store = h.store.clone();
+    let id = session.id.clone();
+    eventually("the second user message", async || {
+        store
+            .load_history(&id)
+            .await
+            .unwrap()
+            .messages
+            .iter()
+            .filter(|m| matches!(m.info, Message::User(_)))
+            .count()
+            == 2
+    })
+    .await;
+    assert!(h.runtime.cancel(&session.id));
+    let first = first.await.unwrap().unwrap();
+    let second = second.await.unwrap().unwrap();
+    assert_eq!(first.id, second.id, "both prompts return the run's last message");
+    assert_eq!(first.error.as_ref().map(MessageError::name), Some("MessageAbortedError"));
+    assert!(!h.runtime.is_busy(&session.id));
 }

@@ -280,3 +280,161 @@ async fn bus_events_of_a_tool_step_come_in_order() {
     server.assert_invariants();
     server.shutdown().await;
 }
+
+const DOOM_TURN: &str = r#"{"calls": [
+    {"op": "read", "path": "notes.txt"}, {"op": "read", "path": "notes.txt"}, {"op": "read", "path": "notes.txt"}]}"#;
+
+/// Runs `turns` (JSON turn objects) over HTTP with the asker answering `reply`.
+async fn doom_run(
+    turns: &[&str],
+    reply: Reply,
+) -> (TestServer, super::support::Rig, session_core::AssistantMessage) {
+    let text = format!(r#"{{"turns": [{}]}}"#, turns.join(","));
+    let server = TestServer::start(script(&text)).await.unwrap();
+    let mut setup = Setup::new(http(&server));
+    setup.reply = reply;
+    let rig = rig(setup).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let reply = rig.runtime.prompt(&session.id, say("read it")).await.unwrap();
+    server.assert_invariants();
+    (server, rig, reply)
+}
+
+#[tokio::test]
+async fn a_doom_loop_answered_once_asks_and_continues() {
+    let (server, rig, reply) = doom_run(&[DOOM_TURN, r#"{"text": "done"}"#], Reply::Once).await;
+    assert_eq!(reply.finish, Some(FinishReason::Stop));
+    assert_eq!(rig.asker.asked.lock().unwrap().iter().filter(|p| *p == "doom_loop").count(), 1);
+    assert_eq!(server.requests().len(), 2);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_doom_loop_answered_always_is_not_asked_again() {
+    let (server, rig, reply) = doom_run(&[DOOM_TURN, DOOM_TURN, r#"{"text": "done"}"#], Reply::Always).await;
+    assert_eq!(reply.finish, Some(FinishReason::Stop));
+    assert_eq!(rig.asker.asked.lock().unwrap().iter().filter(|p| *p == "doom_loop").count(), 1);
+    assert_eq!(server.requests().len(), 3);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_doom_loop_rejected_stops_the_run() {
+    let (server, rig, reply) = doom_run(&[DOOM_TURN, r#"{"text": "never"}"#], Reply::Reject).await;
+    let error = reply.error.expect("a rejected doom loop fails the step");
+    assert!(error.message().contains("rejected permission"), "{error:?}");
+    assert_eq!(server.requests().len(), 1, "no step after the rejection");
+    let session = reply.session_id.clone();
+    let states = tool_states(&history(&rig.store, &session).await);
+    assert!(states.iter().all(|(_, s)| matches!(s, ToolStatus::Completed | ToolStatus::Error)), "{states:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_step_limit_sends_the_max_steps_message_from_the_last_step_on() {
+    let server = TestServer::start(script(
+        // The scripted server counts assistant messages to pick a turn, and the max-steps
+        // message is one: from the last step on, requests skip a turn.
+        r#"{"turns": [
+            {"calls": [{"op": "read", "path": "notes.txt"}]},
+            {"text": "skipped"},
+            {"calls": [{"op": "read", "path": "notes.txt"}]},
+            {"text": "Summary of the work."}]}"#,
+    ))
+    .await
+    .unwrap();
+    let mut setup = Setup::new(http(&server));
+    setup.steps = Some(2);
+    let rig = rig(setup).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let reply = rig.runtime.prompt(&session.id, say("work")).await.unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "a model that still calls tools keeps the loop going");
+    let marked: Vec<bool> =
+        requests.iter().map(|r| r.body.to_string().contains("CRITICAL - MAXIMUM STEPS REACHED")).collect();
+    assert_eq!(marked, [false, true, true], "every step from the limit on is the last");
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_abort_mid_stream_keeps_the_text_so_far_and_ends_idle() {
+    let server = TestServer::start(script(
+        r#"{"chunk_chars": 4, "turns": [{"text": "one two three four five six seven eight nine ten", "chunk_delay": 0.2}]}"#,
+    ))
+    .await
+    .unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let mut events = rig.runtime.bus().subscribe();
+    let run = rig.runtime.prompt(&session.id, say("count"));
+    let abort = async {
+        loop {
+            if let Ok(BusEvent::PartDelta { .. }) = events.recv().await {
+                break;
+            }
+        }
+        assert!(rig.runtime.cancel(&session.id));
+    };
+    let (reply, ()) = tokio::join!(run, abort);
+    let reply = reply.unwrap();
+    assert_eq!(reply.error.as_ref().map(MessageError::name), Some("MessageAbortedError"));
+    let messages = history(&rig.store, &session.id).await;
+    let text = text_of(messages.last().unwrap());
+    assert!(
+        !text.is_empty() && text.len() < "one two three four five six seven eight nine ten".len(),
+        "{text:?}"
+    );
+    assert!(!rig.runtime.is_busy(&session.id));
+    assert_eq!(server.requests().len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_abort_mid_tool_kills_the_tool_and_marks_it_aborted() {
+    let server = TestServer::start(script(
+        r#"{"turns": [{"calls": [{"op": "bash", "command": "sleep 30"}]}, {"text": "never"}]}"#,
+    ))
+    .await
+    .unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let mut events = rig.runtime.bus().subscribe();
+    let run = rig.runtime.prompt(&session.id, say("wait"));
+    let abort = async {
+        loop {
+            if let Ok(BusEvent::PartUpdated { part }) = events.recv().await
+                && let PartKind::Tool(tool) = &part.kind
+                && tool.state.status() == ToolStatus::Running
+            {
+                break;
+            }
+        }
+        assert!(rig.runtime.cancel(&session.id));
+    };
+    let started = std::time::Instant::now();
+    let (reply, ()) = tokio::join!(run, abort);
+    let reply = reply.unwrap();
+    assert_eq!(reply.error.as_ref().map(MessageError::name), Some("MessageAbortedError"));
+    // Not a timing assertion on speed: a tool left running would hold the prompt for 30 s.
+    assert!(started.elapsed() < Duration::from_secs(25), "the tool was not stopped");
+    // The killed command is settled either by the bash tool itself (completed, `aborted` in
+    // its metadata, as OpenCode's tool does) or, when cleanup gets there first, as the
+    // aborted error (SPEC 8): never left running.
+    let messages = history(&rig.store, &session.id).await;
+    let tool = messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .find_map(|p| match &p.kind {
+            PartKind::Tool(tool) => Some(tool.clone()),
+            _ => None,
+        })
+        .expect("the bash part");
+    let state = serde_json::to_value(&tool.state).unwrap();
+    let by_tool = state["status"] == "completed" && state["metadata"]["aborted"] == true;
+    let by_cleanup = state["status"] == "error" && state["error"] == "Tool execution aborted";
+    assert!(by_tool || by_cleanup, "{state}");
+    assert_eq!(server.requests().len(), 1, "no step after an abort");
+    server.shutdown().await;
+}

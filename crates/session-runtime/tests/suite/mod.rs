@@ -6,4 +6,5 @@ mod fuzz_config;
 mod loopback;
 mod process;
 mod revert;
+mod structured;
 mod support;

@@ -39,6 +39,10 @@ async fn revert_restores_the_files_and_unrevert_puts_the_changes_back() {
     let record = reverted.revert.clone().expect("a revert record");
     assert_eq!(record.message_id, user_id);
     assert!(record.snapshot.is_some());
+    // The record's diff goes from the tree before the revert to the tree after it.
+    let diff = record.diff.clone().expect("a revert diff");
+    assert!(diff.contains("--- a/new.txt") && diff.contains("-fresh"), "{diff}");
+    assert!(diff.contains("-changed") && diff.contains("+alpha"), "{diff}");
     assert_eq!(read(&rig, "new.txt"), None, "a file the step created is removed");
     assert_eq!(read(&rig, "notes.txt").as_deref(), Some("alpha\nbeta\n"), "a changed file is restored");
     // The messages stay until the session moves on.

@@ -120,6 +120,8 @@ pub struct Setup {
     pub store: StoreOptions,
     /// Write `notes.txt` into the worktree.
     pub seed_files: bool,
+    /// The build agent's step limit.
+    pub steps: Option<u32>,
 }
 
 pub const BIG: ModelLimit = ModelLimit { context: 200_000, input: None, output: 8_000 };
@@ -136,6 +138,7 @@ impl Setup {
             clock: Arc::new(SystemClock),
             store: StoreOptions::default(),
             seed_files: true,
+            steps: None,
         }
     }
 }
@@ -187,6 +190,7 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
     for rule in setup.rules {
         build.ruleset.push(rule);
     }
+    build.steps = setup.steps;
     let mut agents = BTreeMap::new();
     agents.insert("build".to_owned(), build);
     let runtime = Runtime::new(RuntimeParts {

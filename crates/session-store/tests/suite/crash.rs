@@ -22,13 +22,15 @@ use session_store::{
     WriteBatch,
 };
 
-use super::support::{Fx, Kind, TestDb, completed, pg_url, running};
+use super::support::{Fx, Kind, TestDb, completed, on_both_backends, pg_url, running};
 
 /// Tells the helper test to run, and where: `sqlite:PATH` or `postgres:SCHEMA`.
 const HELPER_ENV: &str = "SESSION_STORE_CRASH_HELPER";
 const SESSION_ENV: &str = "SESSION_STORE_CRASH_SESSION";
 /// Steps to write before exiting normally; absent writes until killed.
 const STEPS_ENV: &str = "SESSION_STORE_CRASH_STEPS";
+/// The helper's lease time-to-live in milliseconds; absent means [`LEASE_TTL`].
+const TTL_ENV: &str = "SESSION_STORE_CRASH_TTL_MS";
 
 const LEASE_TTL: Duration = Duration::from_millis(400);
 /// A delta reported this long before the kill must have been flushed (flush interval 200 ms,
@@ -75,7 +77,8 @@ async fn crash_helper() {
         Some(("postgres", schema)) => DatabaseConfig::Postgres(PgConfig::new(pg_url()).with_schema(schema)),
         _ => panic!("bad {HELPER_ENV}: {target}"),
     };
-    let options = StoreOptions { lease_ttl: LEASE_TTL, ..StoreOptions::default() };
+    let ttl = std::env::var(TTL_ENV).ok().map_or(LEASE_TTL, |ms| Duration::from_millis(ms.parse().unwrap()));
+    let options = StoreOptions { lease_ttl: ttl, ..StoreOptions::default() };
     let store = session_store::open(&config, options).await.unwrap();
     loop {
         match store.acquire_lease(&session).await {
@@ -255,6 +258,15 @@ impl Drop for Helper {
 }
 
 fn spawn_helper(db: &TestDb, session: &SessionId, steps: Option<usize>) -> (Helper, Arc<Mutex<Vec<String>>>) {
+    spawn_helper_with(db, session, steps, None)
+}
+
+fn spawn_helper_with(
+    db: &TestDb,
+    session: &SessionId,
+    steps: Option<usize>,
+    ttl: Option<Duration>,
+) -> (Helper, Arc<Mutex<Vec<String>>>) {
     let target = match db.kind {
         Kind::Sqlite => format!("sqlite:{}", db.sqlite_path().display()),
         Kind::Postgres => format!("postgres:{}", db.schema()),
@@ -268,6 +280,9 @@ fn spawn_helper(db: &TestDb, session: &SessionId, steps: Option<usize>) -> (Help
         .stdout(Stdio::piped());
     if let Some(steps) = steps {
         command.env(STEPS_ENV, steps.to_string());
+    }
+    if let Some(ttl) = ttl {
+        command.env(TTL_ENV, ttl.as_millis().to_string());
     }
     let mut child = command.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -427,3 +442,28 @@ async fn postgres_survives_sigkill() {
     crash_cycles(&db, 20).await;
     db.finish().await;
 }
+
+/// A run killed on this machine frees its session at once: the next store to open sees that
+/// the lease's owner is dead and recovers the session without waiting out the lease's 60 s.
+#[cfg(target_os = "linux")]
+async fn a_killed_local_owner_is_recovered_without_waiting(db: &TestDb) {
+    let store = db.open().await;
+    let session = store.create_session(NewSession::new("p1", "/crash")).await.unwrap().id;
+    store.close().await.unwrap();
+    let (mut child, lines) = spawn_helper_with(db, &session, None, Some(Duration::from_secs(60)));
+    assert!(wait_for(&lines, "P ", Duration::from_secs(60)).await, "{:?}", lines.lock().unwrap());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let killed_at = now_ms();
+    child.kill();
+    let reported = parse(&lines.lock().unwrap());
+    // Opened at once, with the default 30 s time-to-live: nothing has expired.
+    let reopened = db.open_with(StoreOptions::default()).await;
+    assert_eq!(reopened.lease(&session).await.unwrap(), None, "a dead owner holds no lease");
+    verify(reopened.as_ref(), &session, &reported, killed_at).await;
+    assert_eq!(reopened.acquire_lease(&session).await.unwrap().owner, reopened.owner());
+    reopened.release_lease(&session).await.unwrap();
+    reopened.close().await.unwrap();
+}
+
+#[cfg(target_os = "linux")]
+on_both_backends!(a_killed_local_owner_is_recovered_without_waiting);

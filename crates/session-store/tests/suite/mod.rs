@@ -8,4 +8,5 @@ mod deltas;
 mod documents;
 mod history;
 mod leases;
+mod notify;
 mod sessions;

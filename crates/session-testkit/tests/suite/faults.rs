@@ -141,6 +141,9 @@ async fn a_reset_mid_stream_is_a_transport_error() {
         let (events, error) = collect(&http_provider(&server, api), request(vec![user("go")])).await;
         assert!(matches!(error, Some(LlmError::Transport(_))), "{api}: {error:?}");
         assert!(!events.is_empty(), "{api}: the first chunks arrive before the reset");
+        // A reset is transient: SPEC 7.2 retries it (by its Node name, ECONNRESET).
+        let error = error.map(|e| e.to_message_error()).unwrap();
+        assert!(session_core::retryable(&error, None).is_some(), "{api}: {error:?}");
         assert_eq!(server.requests()[0].status, Some(200));
     }
 }

@@ -116,3 +116,23 @@ async fn summary_requests_are_told_apart() {
     let log = server.requests();
     assert_eq!((log[0].kind, log[0].main_index), (RequestKind::Summary, None));
 }
+
+#[tokio::test]
+async fn arrival_times_are_recorded() {
+    let server = TestServer::start(script(r#"{"turns": [{"text": "one"}, {"text": "two"}]}"#)).await.unwrap();
+    let provider = http_provider(&server, Api::OpenAiChat);
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let (_, error) = collect(&provider, request(vec![user("first")])).await;
+    assert_eq!(error, None);
+    // The client waits before its second request: the log shows at least that gap.
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let (_, error) = collect(&provider, request(vec![user("second")])).await;
+    assert_eq!(error, None);
+    let log = server.requests();
+    assert_eq!(log.len(), 2);
+    assert!(log[1].received >= log[0].received + std::time::Duration::from_millis(150), "{log:?}");
+    assert!(u128::from(log[0].received_unix_ms) >= before, "{log:?}");
+    assert!(log[1].received_unix_ms >= log[0].received_unix_ms + 150, "{log:?}");
+    let dumped = serde_json::to_value(&log[1]).unwrap();
+    assert!(dumped["received"].as_f64().unwrap() >= 150.0, "{dumped}");
+}

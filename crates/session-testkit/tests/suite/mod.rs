@@ -3,4 +3,5 @@
 mod faults;
 mod formats;
 mod log;
+mod stamps;
 mod support;

@@ -1,0 +1,98 @@
+//! Error responses in OpenCode's shape: `{"name": ..., "data": {"message": ...}}`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use session_runtime::RuntimeError;
+use session_store::StoreError;
+
+/// What went wrong with a request, and the status it answers with.
+#[derive(Debug)]
+pub(crate) enum ApiError {
+    /// The request is malformed; `kind` says where (Body, Params, Query), the message names
+    /// the field.
+    BadRequest { kind: &'static str, message: String },
+    /// The session (or message, or permission ask) does not exist.
+    NotFound(String),
+    /// The session is running here or in another instance.
+    Busy(String),
+    /// The bearer token is missing or wrong.
+    Unauthorized,
+    /// Anything else: the server failed.
+    Internal(String),
+}
+
+impl ApiError {
+    /// A body field is missing or wrong.
+    pub(crate) fn body(message: impl Into<String>) -> Self {
+        Self::BadRequest { kind: "Body", message: message.into() }
+    }
+
+    /// A path parameter is malformed.
+    pub(crate) fn param(message: impl Into<String>) -> Self {
+        Self::BadRequest { kind: "Params", message: message.into() }
+    }
+
+    /// A query parameter is malformed.
+    pub(crate) fn query(message: impl Into<String>) -> Self {
+        Self::BadRequest { kind: "Query", message: message.into() }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound { .. } => Self::NotFound(error.to_string()),
+            StoreError::Leased { .. } => Self::Busy(error.to_string()),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(error: RuntimeError) -> Self {
+        match error {
+            RuntimeError::Busy(_) | RuntimeError::LeasedElsewhere { .. } => Self::Busy(error.to_string()),
+            RuntimeError::Store(store) => store.into(),
+            RuntimeError::RevertPointNotFound(_) => Self::body(format!("messageID: {error}")),
+            RuntimeError::AgentNotFound { .. } => Self::body(format!("agent: {error}")),
+            RuntimeError::UnknownProvider(_) | RuntimeError::UnknownModel { .. } => {
+                Self::body(format!("model: {error}"))
+            }
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = match self {
+            Self::BadRequest { kind, message } => (
+                StatusCode::BAD_REQUEST,
+                json!({"name": "BadRequest", "data": {"message": message, "kind": kind}}),
+            ),
+            Self::NotFound(message) => {
+                (StatusCode::NOT_FOUND, json!({"name": "NotFoundError", "data": {"message": message}}))
+            }
+            Self::Busy(message) => {
+                (StatusCode::CONFLICT, json!({"name": "SessionBusyError", "data": {"message": message}}))
+            }
+            Self::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                json!({"name": "Unauthorized", "data": {"message": "a bearer token is required: send Authorization: Bearer <token>"}}),
+            ),
+            Self::Internal(message) => {
+                tracing::warn!(%message, "request failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    json!({"name": "UnknownError", "data": {"message": message}}),
+                )
+            }
+        };
+        let mut response = (status, axum::Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

@@ -1,0 +1,268 @@
+//! The OpenAPI document served at `GET /doc`.
+//!
+//! It is built by hand: the shapes it describes are session-core's and session-store's serde
+//! types (OpenCode's JSON), which do not derive schema traits, and the operation ids follow
+//! the names OpenCode's generated SDK uses.
+
+use serde_json::{Value, json};
+
+/// Every route as (method, path), the list the router and the document share.
+pub(crate) const ROUTES: &[(&str, &str)] = &[
+    ("get", "/doc"),
+    ("get", "/event"),
+    ("get", "/session"),
+    ("post", "/session"),
+    ("get", "/session/{id}"),
+    ("delete", "/session/{id}"),
+    ("get", "/session/{id}/message"),
+    ("post", "/session/{id}/message"),
+    ("post", "/session/{id}/prompt_async"),
+    ("post", "/session/{id}/abort"),
+    ("post", "/session/{id}/revert"),
+    ("post", "/session/{id}/permissions/{permissionID}"),
+];
+
+fn reference(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn json_content(schema: Value) -> Value {
+    json!({"application/json": {"schema": schema}})
+}
+
+fn ok(description: &str, schema: Value) -> Value {
+    json!({"description": description, "content": json_content(schema)})
+}
+
+fn errors(not_found: bool) -> Vec<(&'static str, Value)> {
+    let mut list = vec![
+        ("400", ok("Bad request: the message names the field", reference("BadRequestError"))),
+        ("401", ok("Missing or wrong bearer token", reference("Error"))),
+    ];
+    if not_found {
+        list.push(("404", ok("Not found", reference("NotFoundError"))));
+    }
+    list
+}
+
+fn directory() -> Value {
+    json!({"in": "query", "name": "directory", "required": false, "schema": {"type": "string"}})
+}
+
+fn path_param(name: &str) -> Value {
+    json!({"in": "path", "name": name, "required": true, "schema": {"type": "string"}})
+}
+
+struct Operation {
+    id: &'static str,
+    summary: &'static str,
+    params: Vec<Value>,
+    body: Option<Value>,
+    responses: Vec<(&'static str, Value)>,
+}
+
+impl Operation {
+    fn to_json(&self) -> Value {
+        let mut params = self.params.clone();
+        params.push(directory());
+        let responses: serde_json::Map<String, Value> =
+            self.responses.iter().map(|(code, value)| ((*code).to_owned(), value.clone())).collect();
+        let mut operation = json!({
+            "operationId": self.id,
+            "summary": self.summary,
+            "parameters": params,
+            "responses": responses,
+        });
+        if let (Some(body), Some(object)) = (&self.body, operation.as_object_mut()) {
+            object.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": json_content(body.clone())}),
+            );
+        }
+        operation
+    }
+}
+
+fn operation(method: &str, path: &str) -> Option<Operation> {
+    let id = path_param("id");
+    let with = |mut list: Vec<(&'static str, Value)>, not_found: bool| {
+        list.extend(errors(not_found));
+        list
+    };
+    let prompt_body = json!({
+        "type": "object",
+        "required": ["parts"],
+        "properties": {
+            "messageID": {"type": "string"},
+            "model": {"type": "object", "required": ["providerID", "modelID"], "properties": {
+                "providerID": {"type": "string"}, "modelID": {"type": "string"}}},
+            "agent": {"type": "string"},
+            "system": {"type": "string"},
+            "tools": {"type": "object", "additionalProperties": {"type": "boolean"}},
+            "parts": {"type": "array", "items": {"type": "object", "required": ["type", "text"], "properties": {
+                "type": {"const": "text"}, "text": {"type": "string"}}}}
+        }
+    });
+    let message_with_parts = json!({"type": "object", "required": ["info", "parts"], "properties": {
+        "info": reference("Message"), "parts": {"type": "array", "items": reference("Part")}}});
+    let op = match (method, path) {
+        ("get", "/doc") => Operation {
+            id: "doc",
+            summary: "This OpenAPI document",
+            params: vec![],
+            body: None,
+            responses: vec![("200", ok("The document", json!({"type": "object"})))],
+        },
+        ("get", "/event") => Operation {
+            id: "event.subscribe",
+            summary: "Server-sent events, `data: {type, properties}`, beginning with server.connected",
+            params: vec![],
+            body: None,
+            responses: vec![(
+                "200",
+                json!({"description": "Event stream", "content": {"text/event-stream": {"schema": reference("Event")}}}),
+            )],
+        },
+        ("get", "/session") => Operation {
+            id: "session.list",
+            summary: "List sessions, most recently updated first",
+            params: vec![],
+            body: None,
+            responses: with(
+                vec![("200", ok("Sessions", json!({"type": "array", "items": reference("Session")})))],
+                false,
+            ),
+        },
+        ("post", "/session") => Operation {
+            id: "session.create",
+            summary: "Create a session",
+            params: vec![],
+            body: Some(json!({"type": "object", "properties": {
+                "parentID": {"type": "string"}, "title": {"type": "string"}}})),
+            responses: with(vec![("200", ok("The new session", reference("Session")))], false),
+        },
+        ("get", "/session/{id}") => Operation {
+            id: "session.get",
+            summary: "Get a session",
+            params: vec![id],
+            body: None,
+            responses: with(vec![("200", ok("The session", reference("Session")))], true),
+        },
+        ("delete", "/session/{id}") => Operation {
+            id: "session.delete",
+            summary: "Delete a session with its messages and children",
+            params: vec![id],
+            body: None,
+            responses: with(vec![("200", ok("Deleted", json!({"type": "boolean"})))], true),
+        },
+        ("get", "/session/{id}/message") => Operation {
+            id: "session.messages",
+            summary: "A session's messages with their parts",
+            params: vec![
+                id,
+                json!({"in": "query", "name": "limit", "required": false, "schema": {"type": "integer"}}),
+            ],
+            body: None,
+            responses: with(
+                vec![("200", ok("Messages", json!({"type": "array", "items": message_with_parts})))],
+                true,
+            ),
+        },
+        ("post", "/session/{id}/message") => Operation {
+            id: "session.prompt",
+            summary: "Send a prompt and wait for the run to end",
+            params: vec![id],
+            body: Some(prompt_body),
+            responses: with(
+                vec![
+                    ("200", ok("The last assistant message and its parts", message_with_parts)),
+                    ("409", ok("The session runs in another instance", reference("Error"))),
+                ],
+                true,
+            ),
+        },
+        ("post", "/session/{id}/prompt_async") => Operation {
+            id: "session.promptAsync",
+            summary: "Start a prompt and return at once",
+            params: vec![id],
+            body: Some(prompt_body),
+            responses: with(
+                vec![
+                    ("204", json!({"description": "Prompt accepted"})),
+                    ("409", ok("The session runs in another instance", reference("Error"))),
+                ],
+                true,
+            ),
+        },
+        ("post", "/session/{id}/abort") => Operation {
+            id: "session.abort",
+            summary: "Abort the session's run",
+            params: vec![id],
+            body: None,
+            responses: with(vec![("200", ok("Aborted", json!({"type": "boolean"})))], true),
+        },
+        ("post", "/session/{id}/revert") => Operation {
+            id: "session.revert",
+            summary: "Revert the files changed after a message or part",
+            params: vec![id],
+            body: Some(json!({"type": "object", "required": ["messageID"], "properties": {
+                "messageID": {"type": "string"}, "partID": {"type": "string"}}})),
+            responses: with(vec![("200", ok("The updated session", reference("Session")))], true),
+        },
+        ("post", "/session/{id}/permissions/{permissionID}") => Operation {
+            id: "postSessionIdPermissionsPermissionId",
+            summary: "Answer a permission ask",
+            params: vec![id, path_param("permissionID")],
+            body: Some(json!({"type": "object", "required": ["response"], "properties": {
+                "response": {"enum": ["once", "always", "reject"]}}})),
+            responses: with(vec![("200", ok("Answered", json!({"type": "boolean"})))], true),
+        },
+        _ => return None,
+    };
+    Some(op)
+}
+
+/// The whole document.
+pub(crate) fn document() -> Value {
+    let mut paths = serde_json::Map::new();
+    for (method, path) in ROUTES {
+        let Some(operation) = operation(method, path) else { continue };
+        let entry = paths.entry((*path).to_owned()).or_insert_with(|| json!({}));
+        if let Some(object) = entry.as_object_mut() {
+            object.insert((*method).to_owned(), operation.to_json());
+        }
+    }
+    let error = |name: &str| {
+        json!({"type": "object", "required": ["name", "data"], "properties": {
+            "name": {"const": name},
+            "data": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}}})
+    };
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "session serve",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The agent session runtime's HTTP API, compatible with OpenCode's v1 client for the operations both have."
+        },
+        "security": [{"bearer": []}, {}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Session": {"type": "object", "required": ["id", "projectID", "directory", "title", "version", "time"]},
+                "Message": {"type": "object", "required": ["id", "sessionID", "role"]},
+                "Part": {"type": "object", "required": ["id", "sessionID", "messageID", "type"]},
+                "Event": {"type": "object", "required": ["type", "properties"], "properties": {
+                    "type": {"enum": [
+                        "server.connected", "session.created", "session.updated", "session.deleted",
+                        "session.status", "session.idle", "session.error", "session.compacted",
+                        "message.updated", "message.removed", "message.part.updated", "message.part.removed",
+                        "permission.updated", "permission.replied"]},
+                    "properties": {"type": "object"}}},
+                "BadRequestError": error("BadRequest"),
+                "NotFoundError": error("NotFoundError"),
+                "Error": {"type": "object", "required": ["name", "data"]}
+            }
+        }
+    })
+}

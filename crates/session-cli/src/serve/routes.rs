@@ -1,0 +1,426 @@
+//! The request handlers: sessions, messages, prompts, abort, revert and permission replies,
+//! with OpenCode's paths and JSON bodies.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, Reply, SessionId};
+use session_runtime::{BusEvent, PromptInput};
+use session_store::{ListSessions, NewSession, Session};
+
+use super::AppState;
+use super::error::ApiError;
+
+type Shared = State<Arc<AppState>>;
+
+/// The query every route accepts (the SDK adds `directory` to its requests).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct DirectoryQuery {
+    /// The project directory the client works in; this server serves one project.
+    #[serde(default)]
+    #[allow(dead_code)]
+    directory: Option<String>,
+}
+
+/// `GET /session/{id}/message` also takes a `limit`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct MessagesQuery {
+    #[serde(default)]
+    #[allow(dead_code)]
+    directory: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
+    query.map(|Query(q)| q).map_err(|rejection| ApiError::query(rejection.body_text()))
+}
+
+/// Parses a JSON body; errors name the field (`model.providerID: missing field ...`).
+fn parse_body<T: DeserializeOwned + Default>(body: &Bytes, required: bool) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        if required {
+            return Err(ApiError::body("body: a JSON object is required"));
+        }
+        return Ok(T::default());
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::body(format!("body: not valid JSON: {inner}"))
+        } else if path == "." {
+            ApiError::body(inner.to_string())
+        } else {
+            ApiError::body(format!("{path}: {inner}"))
+        }
+    })?;
+    deserializer.end().map_err(|error| ApiError::body(format!("body: not valid JSON: {error}")))?;
+    Ok(value)
+}
+
+fn parse_id<T: Identifier>(value: &str, name: &str) -> Result<T, ApiError> {
+    T::parse(value).map_err(|error| ApiError::param(format!("{name}: {error}")))
+}
+
+/// Parses the session id and checks that the session exists.
+async fn session(state: &AppState, id: &str) -> Result<Session, ApiError> {
+    let id: SessionId = parse_id(id, "id")?;
+    state.store.get_session(&id).await.map_err(|error| match error {
+        session_store::StoreError::NotFound { .. } => ApiError::NotFound(format!("session {id} not found")),
+        other => other.into(),
+    })
+}
+
+/// `POST /session` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    #[serde(rename = "parentID", default)]
+    parent_id: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+}
+
+/// `POST /session`: creates a session in the served project.
+pub(crate) async fn create_session(
+    State(state): Shared,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<Json<Session>, ApiError> {
+    query(q)?;
+    let body: CreateBody = parse_body(&body, false)?;
+    let Some(parent) = body.parent_id else {
+        return Ok(Json(state.runtime.create_session(body.title).await?));
+    };
+    let parent_id: SessionId =
+        SessionId::parse(&parent).map_err(|error| ApiError::body(format!("parentID: {error}")))?;
+    let parent = state.store.get_session(&parent_id).await.map_err(|error| match error {
+        session_store::StoreError::NotFound { .. } => {
+            ApiError::body(format!("parentID: session {parent_id} does not exist"))
+        }
+        other => other.into(),
+    })?;
+    let session = state
+        .store
+        .create_session(NewSession {
+            id: None,
+            project_id: parent.project_id.clone(),
+            directory: parent.directory.clone(),
+            title: body.title,
+            parent_id: Some(parent_id),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        })
+        .await?;
+    state.runtime.bus().publish(BusEvent::SessionCreated { info: Box::new(session.clone()) });
+    Ok(Json(session))
+}
+
+/// Sessions listed at most (newest first).
+const MAX_LISTED: usize = 10_000;
+
+/// `GET /session`: every session, most recently updated first.
+pub(crate) async fn list_sessions(
+    State(state): Shared,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+) -> Result<Json<Vec<Session>>, ApiError> {
+    query(q)?;
+    let mut sessions = Vec::new();
+    let mut request = ListSessions { limit: 1000, ..ListSessions::default() };
+    loop {
+        let page = state.store.list_sessions(&request).await?;
+        sessions.extend(page.sessions);
+        match page.next {
+            Some(next) if sessions.len() < MAX_LISTED => request.after = Some(next),
+            _ => break,
+        }
+    }
+    sessions.truncate(MAX_LISTED);
+    Ok(Json(sessions))
+}
+
+/// `GET /session/{id}`.
+pub(crate) async fn get_session(
+    State(state): Shared,
+    Path(id): Path<String>,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+) -> Result<Json<Session>, ApiError> {
+    query(q)?;
+    Ok(Json(session(&state, &id).await?))
+}
+
+/// `DELETE /session/{id}`: stops its run here and deletes it with its children.
+pub(crate) async fn delete_session(
+    State(state): Shared,
+    Path(id): Path<String>,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+) -> Result<Json<bool>, ApiError> {
+    query(q)?;
+    let session = session(&state, &id).await?;
+    state.runtime.cancel(&session.id);
+    state.store.delete_session(&session.id).await?;
+    state.hub.publish("session.deleted", json!({"info": session}));
+    Ok(Json(true))
+}
+
+/// `GET /session/{id}/message`: the messages with their parts, oldest first (`limit`: the
+/// newest that many).
+pub(crate) async fn messages(
+    State(state): Shared,
+    Path(id): Path<String>,
+    q: Result<Query<MessagesQuery>, QueryRejection>,
+) -> Result<Json<Vec<session_core::MessageWithParts>>, ApiError> {
+    let q = query(q)?;
+    let session = session(&state, &id).await?;
+    let mut messages = state.store.load_history(&session.id).await?.messages;
+    if let Some(limit) = q.limit {
+        let skip = messages.len().saturating_sub(limit);
+        messages.drain(..skip);
+    }
+    Ok(Json(messages))
+}
+
+/// The model a prompt names.
+#[derive(Debug, Deserialize)]
+struct ModelBody {
+    #[serde(rename = "providerID")]
+    provider_id: String,
+    #[serde(rename = "modelID")]
+    model_id: String,
+}
+
+/// `POST /session/{id}/message` and `prompt_async` body.
+#[derive(Debug, Default, Deserialize)]
+struct PromptBody {
+    #[serde(rename = "messageID", default)]
+    message_id: Option<String>,
+    #[serde(default)]
+    model: Option<ModelBody>,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(rename = "noReply", default)]
+    no_reply: Option<bool>,
+    #[serde(default)]
+    system: Option<String>,
+    #[serde(default)]
+    tools: Option<serde_json::Map<String, Value>>,
+    parts: Vec<Value>,
+}
+
+/// Checks a prompt body and turns it into the runtime's input.
+fn prompt_input(body: &Bytes) -> Result<PromptInput, ApiError> {
+    let body: PromptBody = parse_body(body, true)?;
+    if body.no_reply == Some(true) {
+        return Err(ApiError::body(
+            "noReply: storing a message without a reply is not supported by this server",
+        ));
+    }
+    if body.message_id.is_some() || body.system.is_some() || body.tools.is_some() {
+        tracing::debug!("ignoring messageID, system and tools of a prompt: this server does not use them");
+    }
+    let mut texts = Vec::new();
+    for (index, part) in body.parts.iter().enumerate() {
+        let kind = part
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::body(format!("parts[{index}].type: a part needs a type (\"text\")")))?;
+        match kind {
+            "text" => {
+                let text = part.get("text").and_then(Value::as_str).ok_or_else(|| {
+                    ApiError::body(format!("parts[{index}].text: a text part needs a string text"))
+                })?;
+                if part.get("ignored").and_then(Value::as_bool) != Some(true) {
+                    texts.push(text.to_owned());
+                }
+            }
+            "file" | "agent" | "subtask" => {
+                return Err(ApiError::body(format!(
+                    "parts[{index}].type: {kind:?} parts are not supported by this server; send text parts"
+                )));
+            }
+            other => tracing::debug!(kind = other, "skipping a prompt part of an unknown type"),
+        }
+    }
+    if texts.is_empty() {
+        return Err(ApiError::body("parts: at least one text part is required"));
+    }
+    let model = match body.model {
+        Some(model) => {
+            if model.provider_id.trim().is_empty() {
+                return Err(ApiError::body("model.providerID: must not be empty"));
+            }
+            if model.model_id.trim().is_empty() {
+                return Err(ApiError::body("model.modelID: must not be empty"));
+            }
+            Some(ModelRef { provider_id: model.provider_id, model_id: model.model_id, variant: None })
+        }
+        None => None,
+    };
+    if body.agent.as_deref().is_some_and(|a| a.trim().is_empty()) {
+        return Err(ApiError::body("agent: must not be empty"));
+    }
+    Ok(PromptInput { text: texts.join("\n"), agent: body.agent, model, ..PromptInput::default() })
+}
+
+/// `POST /session/{id}/message`: runs the prompt and answers with the last assistant message
+/// and its parts once the run ends.
+pub(crate) async fn prompt(
+    State(state): Shared,
+    Path(id): Path<String>,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    query(q)?;
+    let input = prompt_input(&body)?;
+    let session = session(&state, &id).await?;
+    let reply = state.runtime.prompt(&session.id, input).await?;
+    let history = state.store.load_history(&session.id).await?;
+    let parts =
+        history.messages.into_iter().find(|m| m.info.id() == &reply.id).map(|m| m.parts).unwrap_or_default();
+    // The message enum carries the `role` tag clients read.
+    Ok(Json(json!({"info": session_core::Message::Assistant(reply), "parts": parts})))
+}
+
+/// Refuses when another instance runs the session (its lease is live).
+async fn check_lease(state: &AppState, session: &SessionId) -> Result<(), ApiError> {
+    if let Some(lease) = state.store.lease(session).await?
+        && lease.owner != state.store.owner()
+    {
+        return Err(ApiError::Busy(format!(
+            "session {session} is running in another instance ({}); try again when that run ends",
+            lease.owner
+        )));
+    }
+    Ok(())
+}
+
+/// `POST /session/{id}/prompt_async`: starts the prompt and answers 204 at once; progress
+/// and the end arrive as events.
+pub(crate) async fn prompt_async(
+    State(state): Shared,
+    Path(id): Path<String>,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    query(q)?;
+    let input = prompt_input(&body)?;
+    let session = session(&state, &id).await?;
+    check_lease(&state, &session.id).await?;
+    let runtime = state.runtime.clone();
+    let hub = state.hub.clone();
+    tokio::spawn(async move {
+        if let Err(error) = runtime.prompt(&session.id, input).await {
+            tracing::warn!(session = %session.id, %error, "an asynchronous prompt failed");
+            hub.publish(
+                "session.error",
+                json!({"sessionID": session.id, "error": {"name": "UnknownError", "data": {"message": error.to_string()}}}),
+            );
+        }
+    });
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /session/{id}/abort`: stops the session's run, here or in the instance running it.
+pub(crate) async fn abort(
+    State(state): Shared,
+    Path(id): Path<String>,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+) -> Result<Json<bool>, ApiError> {
+    query(q)?;
+    let session = session(&state, &id).await?;
+    if !state.runtime.is_busy(&session.id)
+        && let Some(cluster) = &state.cluster
+        && state.store.lease(&session.id).await?.is_some_and(|lease| lease.owner != state.store.owner())
+    {
+        // Another instance runs it: that one stops the run and reports idle.
+        cluster.request_abort(&session.id);
+        return Ok(Json(true));
+    }
+    state.runtime.cancel(&session.id);
+    Ok(Json(true))
+}
+
+/// `POST /session/{id}/revert` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RevertBody {
+    #[serde(rename = "messageID")]
+    message_id: String,
+    #[serde(rename = "partID", default)]
+    part_id: Option<String>,
+}
+
+/// `POST /session/{id}/revert`: reverts the files changed after a message (or part).
+pub(crate) async fn revert(
+    State(state): Shared,
+    Path(id): Path<String>,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<Json<Session>, ApiError> {
+    query(q)?;
+    let body: RevertBody = parse_body(&body, true)?;
+    let message_id =
+        MessageId::parse(&body.message_id).map_err(|error| ApiError::body(format!("messageID: {error}")))?;
+    let part_id = body
+        .part_id
+        .as_deref()
+        .map(PartId::parse)
+        .transpose()
+        .map_err(|error| ApiError::body(format!("partID: {error}")))?;
+    let session = session(&state, &id).await?;
+    Ok(Json(state.runtime.revert(&session.id, &message_id, part_id.as_ref()).await?))
+}
+
+/// `POST /session/{id}/permissions/{permissionID}` body.
+#[derive(Debug, Default, Deserialize)]
+struct PermissionBody {
+    response: Option<Reply>,
+}
+
+/// `POST /session/{id}/permissions/{permissionID}`: answers a permission ask.
+pub(crate) async fn reply_permission(
+    State(state): Shared,
+    Path((id, permission)): Path<(String, String)>,
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+    body: Bytes,
+) -> Result<Json<bool>, ApiError> {
+    query(q)?;
+    let body: PermissionBody = parse_body(&body, true)?;
+    let reply = body
+        .response
+        .ok_or_else(|| ApiError::body("response: missing field `response` (once, always or reject)"))?;
+    let permission_id: PermissionId = parse_id(&permission, "permissionID")?;
+    let session = session(&state, &id).await?;
+    let pending_here = state.permissions.pending(Some(&session.id)).iter().any(|ask| ask.id == permission_id);
+    if pending_here {
+        state.permissions.reply(&permission_id, reply, None);
+        return Ok(Json(true));
+    }
+    match &state.cluster {
+        // The ask may wait in the instance running the session.
+        Some(cluster)
+            if state.store.lease(&session.id).await?.is_some_and(|l| l.owner != state.store.owner()) =>
+        {
+            cluster.request_reply(&session.id, &permission_id, reply);
+            Ok(Json(true))
+        }
+        _ => Err(ApiError::NotFound(format!(
+            "permission {permission_id} is not waiting for an answer in session {}",
+            session.id
+        ))),
+    }
+}
+
+/// `GET /doc`: the OpenAPI document.
+pub(crate) async fn doc() -> Json<Value> {
+    Json(super::openapi::document())
+}

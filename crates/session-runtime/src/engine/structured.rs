@@ -1,0 +1,152 @@
+//! Structured output (SPEC 12 steps 7 and 10): a `json_schema` format on the user message adds
+//! the `StructuredOutput` tool, whose validated input becomes the assistant message's
+//! `structured` value.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+use session_core::{JsonObject, LlmEvent, MessageError, ToolFailure};
+use session_llm::ToolSpec;
+use session_tools::ToolResult;
+
+use super::runtime::lock;
+
+/// The name of the tool the model answers through when a schema is requested.
+pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
+
+/// The system instruction added while a schema is requested.
+pub const STRUCTURED_OUTPUT_INSTRUCTION: &str = "The user asked for the answer as structured data. Do the \
+work the request needs with the other tools first, then give the final answer by calling the \
+StructuredOutput tool exactly once, with the answer as its input. Its input must match the tool's schema; \
+a reply in plain text is not accepted.";
+
+const TOOL_DESCRIPTION: &str = "Returns the final answer as JSON matching the requested schema. Call it \
+once, when the answer is complete; the call ends the task.";
+
+const CAPTURED: &str = "Structured output captured.";
+
+/// The error a finished reply without structured output gets (SPEC 12 step 10).
+pub fn missing_output_error() -> MessageError {
+    MessageError::StructuredOutputError {
+        message: "Model did not produce structured output".to_owned(),
+        retries: 0,
+    }
+}
+
+/// One step's structured-output state: the schema's validator and what the model sent.
+pub(super) struct StructuredOutput {
+    schema: Value,
+    validator: jsonschema::Validator,
+    captured: Mutex<Option<Value>>,
+}
+
+impl StructuredOutput {
+    /// The state for `schema`, or the schema's own error when it is not a valid JSON schema.
+    pub(super) fn new(schema: &Value) -> Result<Self, String> {
+        let validator = jsonschema::validator_for(schema).map_err(|error| error.to_string())?;
+        Ok(Self { schema: schema.clone(), validator, captured: Mutex::new(None) })
+    }
+
+    /// The tool the model is offered.
+    pub(super) fn tool(&self) -> ToolSpec {
+        ToolSpec {
+            name: STRUCTURED_OUTPUT_TOOL.to_owned(),
+            description: TOOL_DESCRIPTION.to_owned(),
+            input_schema: self.schema.clone(),
+        }
+    }
+
+    /// Takes one call of the tool: a valid input is kept (the last valid call wins) and
+    /// answered with a result; an invalid one is answered with an error naming each wrong
+    /// field, so the model can call again within the step loop.
+    pub(super) fn capture(&self, call_id: String, input: JsonObject) -> LlmEvent {
+        let value = Value::Object(input);
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&value)
+            .map(|error| {
+                let field = error.instance_path().as_str().trim_start_matches('/').replace('/', ".");
+                if field.is_empty() { error.to_string() } else { format!("{field}: {error}") }
+            })
+            .collect();
+        if problems.is_empty() {
+            *lock(&self.captured) = Some(value);
+            let result = ToolResult::new("Structured output", CAPTURED, JsonObject::new());
+            LlmEvent::ToolResult {
+                id: call_id,
+                name: STRUCTURED_OUTPUT_TOOL.to_owned(),
+                result: result.to_value(),
+                provider_executed: false,
+            }
+        } else {
+            let message = format!(
+                "The StructuredOutput input does not match the schema: {}. Call the tool again with a \
+                 corrected input.",
+                problems.join("; ")
+            );
+            LlmEvent::ToolError {
+                id: call_id,
+                name: STRUCTURED_OUTPUT_TOOL.to_owned(),
+                message,
+                error: Some(ToolFailure::Other),
+            }
+        }
+    }
+
+    /// What the model sent, once a call was valid.
+    pub(super) fn take(&self) -> Option<Value> {
+        lock(&self.captured).take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: Value) -> JsonObject {
+        match value {
+            Value::Object(map) => map,
+            _ => JsonObject::new(),
+        }
+    }
+
+    #[test]
+    fn a_valid_call_is_captured_and_answered() {
+        let output = StructuredOutput::new(&json!({
+            "type": "object",
+            "properties": {"answer": {"type": "integer"}},
+            "required": ["answer"],
+        }))
+        .unwrap();
+        match output.capture("c1".into(), object(json!({"answer": 42}))) {
+            LlmEvent::ToolResult { id, name, .. } => {
+                assert_eq!((id.as_str(), name.as_str()), ("c1", "StructuredOutput"))
+            }
+            other => panic!("expected a result, got {other:?}"),
+        }
+        assert_eq!(output.take(), Some(json!({"answer": 42})));
+        assert_eq!(output.take(), None);
+    }
+
+    #[test]
+    fn an_invalid_call_names_the_field_and_keeps_nothing() {
+        let output = StructuredOutput::new(&json!({
+            "type": "object",
+            "properties": {"answer": {"type": "integer"}},
+            "required": ["answer"],
+        }))
+        .unwrap();
+        match output.capture("c1".into(), object(json!({"answer": "many"}))) {
+            LlmEvent::ToolError { message, .. } => assert!(message.contains("answer:"), "{message}"),
+            other => panic!("expected an error, got {other:?}"),
+        }
+        assert_eq!(output.take(), None);
+    }
+
+    #[test]
+    fn an_invalid_schema_is_refused() {
+        assert!(StructuredOutput::new(&json!({"type": 12})).is_err());
+    }
+}

@@ -1,0 +1,133 @@
+// Drives `session serve` with OpenCode's v1 SDK client (@opencode-ai/sdk, createOpencodeClient
+// from the package root): creates a session, sends a prompt the scripted provider answers
+// with a tool call that needs permission, answers the ask from the event stream, and checks
+// the reply, the stored messages and the events. Prints a JSON summary; exits 1 on failure.
+//
+// Environment: SESSION_URL (the server), PROJECT_DIR (the project it serves).
+
+import { createOpencodeClient } from "@opencode-ai/sdk";
+
+const baseUrl = process.env.SESSION_URL;
+const directory = process.env.PROJECT_DIR;
+if (!baseUrl || !directory) {
+  console.error("SESSION_URL and PROJECT_DIR must be set");
+  process.exit(2);
+}
+
+function check(condition, message, detail) {
+  if (!condition) {
+    throw new Error(`${message}${detail === undefined ? "" : `: ${JSON.stringify(detail)}`}`);
+  }
+}
+
+function withTimeout(promise, what, ms = 60000) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function main() {
+  const client = createOpencodeClient({ baseUrl, directory });
+
+  // The event stream: every event is kept; waiters resolve on the first match.
+  const seen = [];
+  const waiters = [];
+  const subscription = await client.event.subscribe();
+  const pump = (async () => {
+    for await (const event of subscription.stream) {
+      seen.push(event);
+      for (const waiter of [...waiters]) {
+        if (waiter.match(event)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(event);
+        }
+      }
+    }
+  })();
+  const waitFor = (what, match) => {
+    const found = seen.find(match);
+    if (found) return Promise.resolve(found);
+    return withTimeout(new Promise((resolve) => waiters.push({ match, resolve })), what);
+  };
+  await waitFor("server.connected", (e) => e.type === "server.connected");
+
+  const created = await client.session.create({ body: { title: "from the sdk" }, throwOnError: true });
+  const session = created.data;
+  check(session.id.startsWith("ses_"), "session id", session);
+  check(session.title === "from the sdk", "session title", session);
+
+  const listed = await client.session.list({ throwOnError: true });
+  check(listed.data.some((s) => s.id === session.id), "the new session is listed", listed.data);
+  const got = await client.session.get({ path: { id: session.id }, throwOnError: true });
+  check(got.data.id === session.id, "session.get", got.data);
+
+  // Answer the permission ask as soon as it is published.
+  const answered = waitFor("permission.updated", (e) => e.type === "permission.updated" && e.properties.sessionID === session.id)
+    .then(async (event) => {
+      const reply = await client.postSessionIdPermissionsPermissionId({
+        path: { id: session.id, permissionID: event.properties.id },
+        body: { response: "once" },
+        throwOnError: true,
+      });
+      check(reply.data === true, "permission reply answers true", reply.data);
+      return event.properties;
+    });
+
+  const prompted = await withTimeout(
+    client.session.prompt({
+      path: { id: session.id },
+      body: {
+        parts: [{ type: "text", text: "What is in the env file?" }],
+        model: { providerID: "mock", modelID: "m" },
+      },
+      throwOnError: true,
+    }),
+    "the prompt",
+  );
+  const permission = await answered;
+  const { info, parts } = prompted.data;
+  check(info.role === "assistant", "the reply is an assistant message", info);
+  check(info.sessionID === session.id, "the reply's session", info);
+  const text = parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+  check(text === "The env file sets SECRET.", "the reply's text", parts);
+
+  const messages = await client.session.messages({ path: { id: session.id }, throwOnError: true });
+  const roles = messages.data.map((m) => m.info.role);
+  check(JSON.stringify(roles) === JSON.stringify(["user", "assistant", "assistant"]), "stored: the prompt, the tool step, the answer", roles);
+  const tool = messages.data.flatMap((m) => m.parts).find((p) => p.type === "tool");
+  check(tool && tool.state.status === "completed", "the tool ran after the reply", tool);
+  check(tool.state.output.includes("SECRET=1"), "the tool read the file", tool.state);
+
+  await waitFor("session.idle", (e) => e.type === "session.idle" && e.properties.sessionID === session.id);
+  await waitFor("permission.replied", (e) => e.type === "permission.replied" && e.properties.permissionID === permission.id);
+  const types = [...new Set(seen.map((e) => e.type))];
+  for (const wanted of ["server.connected", "session.created", "session.status", "message.updated", "message.part.updated", "permission.updated", "permission.replied", "session.idle"]) {
+    check(types.includes(wanted), `the stream carried ${wanted}`, types);
+  }
+  const streamed = seen.some((e) => e.type === "message.part.updated" && typeof e.properties.delta === "string");
+  check(streamed, "text streamed as message.part.updated with a delta", types);
+
+  const aborted = await client.session.abort({ path: { id: session.id }, throwOnError: true });
+  check(aborted.data === true, "abort answers true", aborted.data);
+
+  // An unknown session answers 404 with OpenCode's error shape.
+  const missing = await client.session.get({ path: { id: "ses_0000000000000000000000unknown" } });
+  check(missing.response.status === 404, "unknown session is 404", missing.response.status);
+  check(missing.error && missing.error.name === "NotFoundError", "NotFoundError body", missing.error);
+
+  const deleted = await client.session.delete({ path: { id: session.id }, throwOnError: true });
+  check(deleted.data === true, "delete answers true", deleted.data);
+  await waitFor("session.deleted", (e) => e.type === "session.deleted" && e.properties.info.id === session.id);
+
+  console.log(JSON.stringify({ ok: true, session: session.id, permission: permission.type, text, events: types }));
+  // The event stream never ends by itself.
+  process.exit(0);
+  await pump;
+}
+
+main().catch((error) => {
+  console.error(`sdk e2e failed: ${error.stack || error}`);
+  process.exit(1);
+});

@@ -1,0 +1,214 @@
+//! `cargo xtask bench`: micro benchmarks (criterion, collected) and end-to-end runs of the real
+//! `session` binary against the loopback provider, written as markdown and JSON under
+//! `<target>/bench/`; `bench peers` runs OpenCode, Codex and ours with `../shared/peers`.
+//!
+//! ```text
+//! cargo xtask bench                    micro + e2e  -> bench.md, bench.json
+//! cargo xtask bench micro              criterion benches of the crates -> micro.{md,json}
+//! cargo xtask bench e2e [--runs N] [--scripts short,long] [--bin PATH] [--snapshots off|on|both]
+//! cargo xtask bench peers [--runs N] [--peers opencode,codex,session] [--scripts short,long]
+//! ```
+
+mod e2e;
+mod micro;
+mod peers;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// Options shared by the bench subcommands.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    /// Runs per script (medians are reported).
+    pub(crate) runs: usize,
+    /// Script names (files in `bench/scripts/`) or paths.
+    pub(crate) scripts: Vec<String>,
+    /// The `session` binary to measure; built in release when absent.
+    pub(crate) bin: Option<PathBuf>,
+    /// Which snapshot settings the end-to-end runs use.
+    pub(crate) snapshots: Vec<bool>,
+    /// The agents `bench peers` runs.
+    pub(crate) peers: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            runs: 3,
+            scripts: vec!["short".into(), "long".into()],
+            bin: None,
+            snapshots: vec![false, true],
+            peers: vec!["opencode".into(), "codex".into(), "session".into()],
+        }
+    }
+}
+
+fn list(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
+fn parse_options(args: &[String]) -> Result<Options> {
+    let mut options = Options::default();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().with_context(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--runs" => {
+                options.runs = value("--runs")?.parse().context("--runs takes a number")?;
+                if options.runs == 0 {
+                    bail!("--runs must be at least 1");
+                }
+            }
+            "--scripts" => options.scripts = list(value("--scripts")?),
+            "--bin" => options.bin = Some(PathBuf::from(value("--bin")?)),
+            "--peers" => options.peers = list(value("--peers")?),
+            "--snapshots" => {
+                options.snapshots = match value("--snapshots")?.as_str() {
+                    "off" => vec![false],
+                    "on" => vec![true],
+                    "both" => vec![false, true],
+                    other => bail!("--snapshots takes off, on or both, not {other:?}"),
+                }
+            }
+            other => bail!("unknown bench option {other:?}"),
+        }
+    }
+    Ok(options)
+}
+
+/// Entry point of `cargo xtask bench ARGS`.
+pub(crate) fn main(root: &Path, args: &[String]) -> Result<()> {
+    let (command, rest) = match args.first().map(String::as_str) {
+        Some(command @ ("micro" | "e2e" | "peers" | "run-one")) => (command, &args[1..]),
+        _ => ("all", args),
+    };
+    if command == "run-one" {
+        // The measuring helper: the parent re-executes itself so that RUSAGE_CHILDREN holds the
+        // measured process alone (not the cargo builds that ran before).
+        return e2e::run_one(rest);
+    }
+    let options = parse_options(rest)?;
+    let out = target_dir(root).join("bench");
+    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+    let machine = report::Machine::probe();
+    match command {
+        "micro" => {
+            let results = micro::run(root, &out)?;
+            report::write(&out, "micro", &machine, &[report::Section::Micro(results)])
+        }
+        "e2e" => {
+            let results = e2e::run(root, &out, &options)?;
+            report::write(&out, "e2e", &machine, &[report::Section::EndToEnd(results)])
+        }
+        "peers" => {
+            let results = peers::run(root, &out, &options)?;
+            report::write(&out, "peers", &machine, &[report::Section::Peers(results)])
+        }
+        _ => {
+            let micro = micro::run(root, &out)?;
+            let e2e = e2e::run(root, &out, &options)?;
+            report::write(
+                &out,
+                "bench",
+                &machine,
+                &[report::Section::Micro(micro), report::Section::EndToEnd(e2e)],
+            )
+        }
+    }
+}
+
+/// Cargo's target directory: `CARGO_TARGET_DIR` when set, else `target/` in the workspace.
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() { dir } else { root.join(dir) }
+        }
+        _ => root.join("target"),
+    }
+}
+
+/// Builds `session` in release (unless `bin` names one) and returns its path.
+pub(crate) fn session_binary(root: &Path, bin: Option<&Path>) -> Result<PathBuf> {
+    if let Some(bin) = bin {
+        if !bin.is_file() {
+            bail!("--bin {}: no such file", bin.display());
+        }
+        return std::fs::canonicalize(bin).with_context(|| format!("resolve {}", bin.display()));
+    }
+    eprintln!("==> cargo build --release -p session-cli");
+    let status = Command::new("cargo")
+        .args(["build", "--release", "--quiet", "-p", "session-cli", "--bin", "session"])
+        .current_dir(root)
+        .status()
+        .context("cannot start cargo build")?;
+    if !status.success() {
+        bail!("cargo build --release -p session-cli exited with {status}");
+    }
+    let bin = target_dir(root).join("release").join("session");
+    if !bin.is_file() {
+        bail!("the release build left no binary at {}", bin.display());
+    }
+    Ok(bin)
+}
+
+/// The one-minute load average, from `/proc/loadavg` (0 where there is none).
+pub(crate) fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().and_then(|first| first.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// The median of `values` (0 for none).
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// The path of a script: a file in `bench/scripts/` by name, or a path as given.
+pub(crate) fn script_path(root: &Path, script: &str) -> Result<PathBuf> {
+    let by_name = root.join("bench/scripts").join(format!("{script}.json"));
+    if by_name.is_file() {
+        return Ok(by_name);
+    }
+    let given = PathBuf::from(script);
+    if given.is_file() {
+        return Ok(given);
+    }
+    bail!("no script {script:?}: neither {} nor a file", by_name.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{median, parse_options};
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn options_parse_lists_and_snapshot_modes() {
+        let args: Vec<String> = ["--runs", "5", "--scripts", "long", "--snapshots", "on"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let options = parse_options(&args).unwrap_or_default();
+        assert_eq!(options.runs, 5);
+        assert_eq!(options.scripts, vec!["long".to_owned()]);
+        assert_eq!(options.snapshots, vec![true]);
+        assert!(parse_options(&["--runs".to_owned(), "0".to_owned()]).is_err());
+        assert!(parse_options(&["--snapshots".to_owned(), "sometimes".to_owned()]).is_err());
+    }
+}
