@@ -234,7 +234,8 @@ pub(crate) async fn stream(
                 match next {
                     Ok(data) => return Some((Ok(Event::default().data(&*data)), (None, receiver, shutdown))),
                     Err(broadcast::error::RecvError::Lagged(lost)) => {
-                        tracing::debug!(lost, "an event client fell behind; it lost events");
+                        // Lost events are not replayed: say so where an operator will see it.
+                        tracing::warn!(lost, "an /event client fell behind and lost events");
                     }
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }
