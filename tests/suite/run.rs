@@ -466,3 +466,36 @@ async fn a_session_running_in_another_process_is_refused() {
     assert_eq!(status.code(), Some(130));
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_user_config_is_read_from_xdg_config_home() {
+    let server = TestServer::start(script(r#"{"turns": [{"text": "Configured by XDG."}]}"#)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let project_dir = dir.path().join("project");
+    std::fs::create_dir_all(&project_dir).unwrap();
+    let config = json!({"provider": {"mock": {
+        "npm": "@ai-sdk/openai-compatible",
+        "options": {"baseURL": server.base_url(Api::OpenAiChat), "apiKey": "k"},
+        "models": {"m": {}}
+    }}, "model": "mock/m"});
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("session")).unwrap();
+    std::fs::write(xdg.join("session/config.json"), config.to_string()).unwrap();
+    let root = dir.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(session_binary().unwrap())
+            .args(["run", "hi"])
+            .current_dir(root.join("project"))
+            .env("HOME", &root)
+            .env("XDG_CONFIG_HOME", root.join("xdg"))
+            .env("XDG_DATA_HOME", root.join("data"))
+            .env_remove("SESSION_CONFIG")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Configured by XDG."));
+    server.shutdown().await;
+}

@@ -11,7 +11,7 @@ use session_core::{AgentPaths, Identifier as _, PermissionAsk, Reply, SessionId}
 use session_llm::Catalog;
 use session_runtime::{
     Agent, FsResolver, GitSnapshotter, NoSnapshots, PromptInput, Runtime, RuntimeParts, RuntimeSettings,
-    Snapshotter, SystemClock, TokioSleeper, discover, load, parse_model_ref,
+    Snapshotter, SystemClock, TokioSleeper, discover_in, load, parse_model_ref, user_config_dir,
 };
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{
@@ -192,8 +192,15 @@ impl std::fmt::Debug for Assembled {
 /// Builds the runtime `session run` and `session serve` use: configuration, model, store,
 /// tools with `asker` answering permission asks, snapshots and agents.
 pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> Result<Assembled> {
+    // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
+    let user_dir = setup
+        .env
+        .get("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| PathBuf::from(dir).join("session"))
+        .or_else(|| setup.home.as_deref().map(user_config_dir));
     let sources =
-        discover(&setup.cwd, setup.home.as_deref(), setup.env.get("SESSION_CONFIG").map(PathBuf::from));
+        discover_in(&setup.cwd, user_dir.as_deref(), setup.env.get("SESSION_CONFIG").map(PathBuf::from));
     let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
     let loaded = load(&sources, &resolver)?;
     for warning in &loaded.warnings {

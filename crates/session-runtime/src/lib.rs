@@ -29,7 +29,8 @@ pub use config::{
     AgentConfig, AgentMode, ApiKind, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
     CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig,
     ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, SUPPORTED_PACKAGES,
-    TierConfig, Timeout, api_kind, combine, discover, load, merge, parse_layer, substitute, user_config_dir,
+    TierConfig, Timeout, api_kind, combine, discover, discover_in, load, merge, parse_layer, substitute,
+    user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HashEntropy, MAX_STEPS_TEXT,

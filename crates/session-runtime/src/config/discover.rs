@@ -42,7 +42,18 @@ pub fn user_config_dir(home: &Path) -> PathBuf {
 ///
 /// Where a directory holds both spellings, both load and `.jsonc` wins.
 pub fn discover(start_dir: &Path, home_dir: Option<&Path>, session_config: Option<PathBuf>) -> ConfigSources {
-    let user = home_dir.map(|home| existing(&user_config_dir(home), &USER_FILES)).unwrap_or_default();
+    let user_dir = home_dir.map(user_config_dir);
+    discover_in(start_dir, user_dir.as_deref(), session_config)
+}
+
+/// Like [`discover`], with the user layer read from `user_dir` itself (for example
+/// `$XDG_CONFIG_HOME/session`, which the caller resolves from the environment).
+pub fn discover_in(
+    start_dir: &Path,
+    user_dir: Option<&Path>,
+    session_config: Option<PathBuf>,
+) -> ConfigSources {
+    let user = user_dir.map(|dir| existing(dir, &USER_FILES)).unwrap_or_default();
 
     let mut dirs = Vec::new();
     for dir in start_dir.ancestors() {

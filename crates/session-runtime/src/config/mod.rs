@@ -37,7 +37,7 @@ mod substitute;
 mod types;
 
 pub use api_kind::{ApiKind, SUPPORTED_PACKAGES, api_kind};
-pub use discover::{ConfigSources, discover, user_config_dir};
+pub use discover::{ConfigSources, discover, discover_in, user_config_dir};
 pub use error::{ConfigError, ConfigWarning};
 pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
 pub use merge::merge;
