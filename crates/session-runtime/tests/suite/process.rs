@@ -1,10 +1,10 @@
 //! One run per session across processes, through the store's lease; and a process killed
 //! mid-step whose session a new process picks up.
 //!
-//! The SIGKILL test re-executes this test binary in a child mode (an ignored test that reads
-//! its directory from an environment variable set on the child's command only): that costs no
-//! extra binary to build or link, unlike an `[[example]]`, and the child runs the very same
-//! rig as the parent.
+//! The SIGKILL test re-executes itself, in this test binary, as its own child: with an
+//! environment variable set on the child's command only, the same test runs the child's part
+//! instead. That costs no extra binary to build or link, unlike an `[[example]]`, and the
+//! child runs the very same rig as the parent.
 
 use std::io::BufRead as _;
 use std::process::{Command, Stdio};
@@ -65,12 +65,9 @@ fn short_lease() -> StoreOptions {
     StoreOptions { lease_ttl: Duration::from_millis(600), ..StoreOptions::default() }
 }
 
-/// The child of the SIGKILL test: starts a prompt whose provider hangs mid-step with a tool
-/// running, prints `READY <session id>` and waits to be killed.
-#[tokio::test]
-#[ignore = "child mode of sigkill_mid_step_then_a_new_process_continues_the_session"]
-async fn sigkill_child() {
-    let Some(dir) = std::env::var_os(CHILD_DIR) else { return };
+/// The child's part of the SIGKILL test: starts a prompt whose provider hangs mid-step with a
+/// tool running, prints `READY <session id>` and waits to be killed.
+async fn sigkill_child(dir: std::ffi::OsString) {
     let hanging = Arc::new(Hanging(vec![
         ev(json!({"type": "step-start", "index": 0})),
         ev(json!({"type": "text-start", "id": "t"})),
@@ -105,9 +102,17 @@ async fn sigkill_child() {
 
 #[tokio::test]
 async fn sigkill_mid_step_then_a_new_process_continues_the_session() {
+    if let Some(dir) = std::env::var_os(CHILD_DIR) {
+        return sigkill_child(dir).await;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "suite::process::sigkill_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "suite::process::sigkill_mid_step_then_a_new_process_continues_the_session",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_DIR, dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -4,9 +4,9 @@
 //! left pending, running or unfinished, text streamed more than a flush interval before the
 //! kill survived, and the next helper goes on writing.
 //!
-//! The helper is this test binary itself, started with `--exact --ignored` on
-//! [`crash_helper`] and an environment variable that tells it what to do: no second binary
-//! to build and link, and it always exists when the test runs.
+//! The helper is this test binary itself: each crash test starts itself again (`--exact` on
+//! its own name) with an environment variable that makes it run [`crash_helper`] instead. No
+//! second binary to build and link, and it always exists when the test runs.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -22,7 +22,7 @@ use session_store::{
     WriteBatch,
 };
 
-use super::support::{Fx, Kind, TestDb, completed, on_both_backends, pg_url, running};
+use super::support::{Fx, Kind, TestDb, completed, pg_url, running};
 
 /// Tells the helper test to run, and where: `sqlite:PATH` or `postgres:SCHEMA`.
 const HELPER_ENV: &str = "SESSION_STORE_CRASH_HELPER";
@@ -65,11 +65,13 @@ fn text_of(part: &Part) -> Option<&str> {
     }
 }
 
+/// The helper's part, when this process was started as a crash test's helper.
+fn helper_target() -> Option<String> {
+    std::env::var(HELPER_ENV).ok()
+}
+
 /// The helper: writes steps of a scripted session, reporting each acknowledged write.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the crash tests start it as their helper process"]
-async fn crash_helper() {
-    let Ok(target) = std::env::var(HELPER_ENV) else { return };
+async fn crash_helper(target: String) {
     let session = SessionId::new_unchecked(std::env::var(SESSION_ENV).unwrap());
     let steps: Option<usize> = std::env::var(STEPS_ENV).ok().map(|s| s.parse().unwrap());
     let config = match target.split_once(':') {
@@ -257,11 +259,18 @@ impl Drop for Helper {
     }
 }
 
-fn spawn_helper(db: &TestDb, session: &SessionId, steps: Option<usize>) -> (Helper, Arc<Mutex<Vec<String>>>) {
-    spawn_helper_with(db, session, steps, None)
+/// Starts the helper: the test named `test` (its full libtest path) in a child process.
+fn spawn_helper(
+    test: &str,
+    db: &TestDb,
+    session: &SessionId,
+    steps: Option<usize>,
+) -> (Helper, Arc<Mutex<Vec<String>>>) {
+    spawn_helper_with(test, db, session, steps, None)
 }
 
 fn spawn_helper_with(
+    test: &str,
     db: &TestDb,
     session: &SessionId,
     steps: Option<usize>,
@@ -273,7 +282,7 @@ fn spawn_helper_with(
     };
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["suite::crash::crash_helper", "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
+        .args([test, "--exact", "--nocapture", "--test-threads", "1"])
         .env(HELPER_ENV, target)
         .env(SESSION_ENV, session.as_str())
         .stdin(Stdio::null())
@@ -370,7 +379,7 @@ async fn verify(store: &dyn Store, session: &SessionId, reported: &Reported, kil
     checked
 }
 
-async fn crash_cycles(db: &TestDb, kills: usize) {
+async fn crash_cycles(test: &str, db: &TestDb, kills: usize) {
     let store = db.open().await;
     let session = store.create_session(NewSession::new("p1", "/crash")).await.unwrap().id;
     store.close().await.unwrap();
@@ -384,7 +393,7 @@ async fn crash_cycles(db: &TestDb, kills: usize) {
     };
     let (mut checked_deltas, mut reports) = (0, 0);
     for round in 0..kills {
-        let (mut child, lines) = spawn_helper(db, &session, None);
+        let (mut child, lines) = spawn_helper(test, db, &session, None);
         assert!(
             wait_for(&lines, "READY", Duration::from_secs(60)).await,
             "round {round}: the helper did not start: {:?}",
@@ -403,7 +412,7 @@ async fn crash_cycles(db: &TestDb, kills: usize) {
         reopened.close().await.unwrap();
     }
     // Writing goes on after the last kill: a helper finishes two more steps and exits.
-    let (child, lines) = spawn_helper(db, &session, Some(2));
+    let (child, lines) = spawn_helper(test, db, &session, Some(2));
     let success = tokio::task::spawn_blocking(move || {
         let mut child = child;
         child.wait()
@@ -431,26 +440,32 @@ async fn crash_cycles(db: &TestDb, kills: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_survives_sigkill() {
+    if let Some(target) = helper_target() {
+        return crash_helper(target).await;
+    }
     let db = TestDb::new(Kind::Sqlite, "crash").await;
-    crash_cycles(&db, 24).await;
+    crash_cycles("suite::crash::sqlite_survives_sigkill", &db, 24).await;
     db.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_survives_sigkill() {
+    if let Some(target) = helper_target() {
+        return crash_helper(target).await;
+    }
     let db = TestDb::new(Kind::Postgres, "crash").await;
-    crash_cycles(&db, 20).await;
+    crash_cycles("suite::crash::postgres_survives_sigkill", &db, 20).await;
     db.finish().await;
 }
 
 /// A run killed on this machine frees its session at once: the next store to open sees that
 /// the lease's owner is dead and recovers the session without waiting out the lease's 60 s.
 #[cfg(target_os = "linux")]
-async fn a_killed_local_owner_is_recovered_without_waiting(db: &TestDb) {
+async fn a_killed_local_owner_is_recovered_without_waiting(test: &str, db: &TestDb) {
     let store = db.open().await;
     let session = store.create_session(NewSession::new("p1", "/crash")).await.unwrap().id;
     store.close().await.unwrap();
-    let (mut child, lines) = spawn_helper_with(db, &session, None, Some(Duration::from_secs(60)));
+    let (mut child, lines) = spawn_helper_with(test, db, &session, None, Some(Duration::from_secs(60)));
     assert!(wait_for(&lines, "P ", Duration::from_secs(60)).await, "{:?}", lines.lock().unwrap());
     tokio::time::sleep(Duration::from_millis(300)).await;
     let killed_at = now_ms();
@@ -466,4 +481,25 @@ async fn a_killed_local_owner_is_recovered_without_waiting(db: &TestDb) {
 }
 
 #[cfg(target_os = "linux")]
-on_both_backends!(a_killed_local_owner_is_recovered_without_waiting);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_local_owner_is_recovered_without_waiting_on_sqlite() {
+    if let Some(target) = helper_target() {
+        return crash_helper(target).await;
+    }
+    let db = TestDb::new(Kind::Sqlite, "crash_dead_owner").await;
+    let test = "suite::crash::a_killed_local_owner_is_recovered_without_waiting_on_sqlite";
+    a_killed_local_owner_is_recovered_without_waiting(test, &db).await;
+    db.finish().await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_local_owner_is_recovered_without_waiting_on_postgres() {
+    if let Some(target) = helper_target() {
+        return crash_helper(target).await;
+    }
+    let db = TestDb::new(Kind::Postgres, "crash_dead_owner").await;
+    let test = "suite::crash::a_killed_local_owner_is_recovered_without_waiting_on_postgres";
+    a_killed_local_owner_is_recovered_without_waiting(test, &db).await;
+    db.finish().await;
+}
