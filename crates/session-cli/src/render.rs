@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use session_core::{Message, PartKind, ToolState};
-use session_runtime::{BusEvent, SessionStatus};
+use session_runtime::{BusEvent, Clock as _, SessionStatus, SystemClock};
 
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ impl<W: Write> Renderer<W> {
             },
             BusEvent::SessionStatus { status: SessionStatus::Retry { attempt, message, next }, .. } => {
                 self.line_break()?;
-                let wait = next.saturating_sub(now_ms()).div_ceil(1000);
+                let wait = next.saturating_sub(SystemClock.now_ms()).div_ceil(1000);
                 writeln!(self.out, "  retrying in {wait} s (attempt {attempt}): {message}")?;
                 self.at_line_start = true;
             }
@@ -144,13 +144,6 @@ impl<W: Write> Renderer<W> {
         }
         self.out.flush()
     }
-}
-
-/// The wall clock in epoch milliseconds (retry times are epoch milliseconds).
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A short, one-line view of a tool input: its path, pattern or command when it has one.

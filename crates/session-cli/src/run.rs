@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use session_core::{AgentPaths, Identifier as _, PermissionAsk, Reply, SessionId};
 use session_llm::Catalog;
 use session_runtime::{
-    Agent, FsResolver, GitSnapshotter, NoSnapshots, PromptInput, Runtime, RuntimeParts, RuntimeSettings,
-    Snapshotter, SystemClock, TokioSleeper, discover_in, load, parse_model_ref, user_config_dir,
+    Agent, Clock as _, FsResolver, GitSnapshotter, NoSnapshots, PromptInput, Runtime, RuntimeParts,
+    RuntimeSettings, Snapshotter, SystemClock, TokioSleeper, discover_in, load, parse_model_ref,
+    user_config_dir,
 };
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{
@@ -20,7 +21,7 @@ use session_tools::{
 use tokio::sync::mpsc;
 
 use crate::models::ConfiguredModels;
-use crate::render::{OutputFormat, Renderer, now_ms};
+use crate::render::{OutputFormat, Renderer};
 use crate::status_line::{StatusLine, StatusPause};
 
 /// Exit code of a run interrupted by the user.
@@ -388,11 +389,11 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
                     runtime.cancel(&session_id);
                 }
             }
-            _ = countdown.tick(), if status.counting_down() => status.tick(now_ms()),
+            _ = countdown.tick(), if status.counting_down() => status.tick(SystemClock.now_ms()),
             event = events.recv() => match event {
                 Ok(event) => {
                     status.suspend(|| renderer.event(&event))?;
-                    status.event(&event, now_ms());
+                    status.event(&event, SystemClock.now_ms());
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break (&mut run).await,

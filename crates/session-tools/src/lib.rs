@@ -39,7 +39,7 @@ pub use context::{ContextParts, PathKind, ProgressSink, ToolContext};
 pub use error::ToolError;
 pub use executor::{ABORT_GRACE, CallScope, ToolCall, ToolExecutor};
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
-pub use registry::{ToolDefinition, ToolRegistry};
+pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
 pub use todo::{MemoryTodos, Todo, TodoStore};
 pub use tool::{Tool, ToolResult, parse_args, schema_for};
 pub use tools::{

@@ -102,20 +102,23 @@ impl ToolRegistry {
         let Some(entry) = self.entry(name) else {
             return Err(ToolError::UnknownTool { name: name.to_owned(), available: self.names().join(", ") });
         };
-        let instance = Value::Object(args.clone());
-        let problems: Vec<String> = entry
-            .validator
-            .iter_errors(&instance)
-            .map(|error| {
-                let pointer = error.instance_path().as_str().to_owned();
-                let field = pointer.trim_start_matches('/').replace('/', ".");
-                if field.is_empty() { error.to_string() } else { format!("{field}: {error}") }
-            })
-            .collect();
+        let problems = schema_problems(&entry.validator, &Value::Object(args.clone()));
         if problems.is_empty() {
             Ok(entry.tool.clone())
         } else {
             Err(ToolError::InvalidArguments { tool: name.to_owned(), details: problems.join("; ") })
         }
     }
+}
+
+/// Each way `instance` breaks the schema of `validator`, led by the dotted path of the field
+/// (`options.depth: ...`); empty when it matches.
+pub fn schema_problems(validator: &jsonschema::Validator, instance: &Value) -> Vec<String> {
+    validator
+        .iter_errors(instance)
+        .map(|error| {
+            let field = error.instance_path().as_str().trim_start_matches('/').replace('/', ".");
+            if field.is_empty() { error.to_string() } else { format!("{field}: {error}") }
+        })
+        .collect()
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use axum::extract::State;
@@ -12,7 +12,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde_json::{Value, json};
 use session_core::{Part, PartKind, PermissionAsk, Reply, Resolution};
-use session_runtime::BusEvent;
+use session_runtime::{BusEvent, Clock as _, SystemClock};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -133,10 +133,6 @@ pub(crate) fn spawn_translator(
     })
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
-}
-
 /// The v1 client's `Permission` for an ask.
 pub(crate) fn permission_json(ask: &PermissionAsk) -> Value {
     let request = &ask.request;
@@ -153,7 +149,7 @@ pub(crate) fn permission_json(ask: &PermissionAsk) -> Value {
         "messageID": ask.tool.as_ref().map(|t| t.message_id.to_string()).unwrap_or_default(),
         "title": title,
         "metadata": request.metadata,
-        "time": {"created": now_ms()},
+        "time": {"created": SystemClock.now_ms()},
     });
     if let (Some(tool), Some(object)) = (&ask.tool, value.as_object_mut()) {
         object.insert("callID".into(), Value::String(tool.call_id.clone()));

@@ -392,17 +392,15 @@ impl Runtime {
             self.end_run(session_id, run, 0, &result, false);
             return result;
         }
-        let mut result = Ok(());
-        if !written {
-            result = self.write_prompt_message(session_id, input).await.map(drop);
-        }
+        // A message that cannot be stored ends the run like a failed loop would.
+        let mut unwritten =
+            if written { None } else { self.write_prompt_message(session_id, input).await.err() };
         loop {
             let seen = self.joins(session_id, run);
-            let outcome = match result {
-                Ok(()) => self.run_loop(session_id, cancel).await,
-                Err(error) => Err(error),
+            let outcome = match unwritten.take() {
+                Some(error) => Err(error),
+                None => self.run_loop(session_id, cancel).await,
             };
-            result = Ok(());
             if let Err(error) = self.store.flush().await {
                 tracing::warn!(%error, "flushing the store after a run failed");
             }

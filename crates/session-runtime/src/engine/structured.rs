@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 use session_core::{JsonObject, LlmEvent, MessageError, ToolFailure};
 use session_llm::ToolSpec;
-use session_tools::ToolResult;
+use session_tools::{ToolResult, schema_problems};
 
 use super::runtime::lock;
 
@@ -61,14 +61,7 @@ impl StructuredOutput {
     /// field, so the model can call again within the step loop.
     pub(super) fn capture(&self, call_id: String, input: JsonObject) -> LlmEvent {
         let value = Value::Object(input);
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(&value)
-            .map(|error| {
-                let field = error.instance_path().as_str().trim_start_matches('/').replace('/', ".");
-                if field.is_empty() { error.to_string() } else { format!("{field}: {error}") }
-            })
-            .collect();
+        let problems = schema_problems(&self.validator, &value);
         if problems.is_empty() {
             *lock(&self.captured) = Some(value);
             let result = ToolResult::new("Structured output", CAPTURED, JsonObject::new());
