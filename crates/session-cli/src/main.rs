@@ -471,7 +471,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 Some(reference) => replay_model(&reference)?,
                 None => None,
             };
-            let entropy = Box::new(session_runtime::HashEntropy::default());
+            let entropy = Box::new(session_runtime::random_entropy(0));
             let output = session_cli::replay(
                 api.into(),
                 &body,

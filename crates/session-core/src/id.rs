@@ -11,6 +11,40 @@ use serde::{Deserialize, Serialize};
 pub trait Entropy {
     /// Returns the next uniformly distributed 64-bit value.
     fn next_u64(&mut self) -> u64;
+
+    /// A draw in [0, 1), for retry jitter.
+    fn unit(&mut self) -> f64 {
+        // 53 random bits make every f64 in [0, 1) with that spacing equally likely.
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The wall clock, injected wherever time is read so tests control it.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+}
+
+/// SplitMix64: the one generator behind id suffixes, permission ids and jitter. Deterministic
+/// for a given seed; the crates that may touch the outside world seed it.
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator starting from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+}
+
+impl Entropy for SplitMix {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
 }
 
 /// An id given by a caller did not have the expected prefix.

@@ -32,8 +32,8 @@ pub use event::{
     FinishReason, LlmEvent, ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue, Usage,
 };
 pub use id::{
-    Entropy, IdError, IdGenerator, IdOrder, Identifier, MessageId, PartId, PermissionId, QuestionId,
-    SessionId,
+    Clock, Entropy, IdError, IdGenerator, IdOrder, Identifier, MessageId, PartId, PermissionId, QuestionId,
+    SessionId, SplitMix,
 };
 pub use message::{
     AgentPart, AssistantMessage, AssistantTime, CacheTokens, CompactionPart, CompletedTime, CreatedTime,

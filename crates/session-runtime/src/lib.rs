@@ -33,9 +33,9 @@ pub use config::{
     user_config_dir,
 };
 pub use engine::{
-    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HashEntropy, MAX_STEPS_TEXT,
-    MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
-    RuntimeError, RuntimeParts, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL,
-    SessionStatus, Sleeper, Snapshotter, SystemClock, TokioSleeper, environment_prompt, missing_output_error,
-    parse_model_ref, utc_date,
+    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES,
+    ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime, RuntimeError, RuntimeParts,
+    RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus, Sleeper,
+    Snapshotter, SplitMix, SystemClock, TokioSleeper, environment_prompt, missing_output_error,
+    parse_model_ref, random_entropy, utc_date,
 };

@@ -7,11 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::StoreError;
 
-/// The wall clock the store reads for lease expiry, recovery and session times.
-pub trait Clock: Send + Sync + fmt::Debug {
-    /// Milliseconds since the Unix epoch.
-    fn now_ms(&self) -> u64;
-}
+pub use session_core::Clock;
 
 /// The system clock.
 #[derive(Debug, Clone, Copy, Default)]

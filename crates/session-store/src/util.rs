@@ -4,21 +4,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Mutex;
 
-use session_core::{Entropy, IdGenerator, Identifier};
-
-/// SplitMix64, seeded from the process's hash seed, the time and the process id.
-#[derive(Debug)]
-struct SplitMix(u64);
-
-impl Entropy for SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+use session_core::{Entropy, IdGenerator, Identifier, SplitMix};
 
 /// Makes ids for the objects the store creates itself (sessions, forked copies).
 #[derive(Debug)]
@@ -28,7 +14,7 @@ pub(crate) struct Ids {
 
 impl Ids {
     pub(crate) fn new(now_ms: u64) -> Self {
-        Self { inner: Mutex::new((IdGenerator::new(), SplitMix(random_seed(now_ms)))) }
+        Self { inner: Mutex::new((IdGenerator::new(), SplitMix::new(random_seed(now_ms)))) }
     }
 
     pub(crate) fn next<T: Identifier>(&self, now_ms: u64) -> T {

@@ -9,8 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use session_core::{
-    Action, AskOutcome, Entropy, IdGenerator, PermissionAsk, PermissionAsks, PermissionError, PermissionId,
-    PermissionRequest, Reply, Resolution, Rule, Ruleset, SessionId, ToolCallRef,
+    Action, AskOutcome, IdGenerator, PermissionAsk, PermissionAsks, PermissionError, PermissionId,
+    PermissionRequest, Reply, Resolution, Rule, Ruleset, SessionId, SplitMix, ToolCallRef,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -81,20 +81,6 @@ struct Ids {
     entropy: SplitMix,
 }
 
-/// A small generator for the random tail of ids, seeded from the standard library's hasher
-/// keys (randomised per process).
-struct SplitMix(u64);
-
-impl Entropy for SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
 }
@@ -145,7 +131,7 @@ impl PermissionEngine {
         Self {
             sessions: Mutex::new(HashMap::new()),
             asker,
-            ids: Mutex::new(Ids { generator: IdGenerator::new(), entropy: SplitMix(seed) }),
+            ids: Mutex::new(Ids { generator: IdGenerator::new(), entropy: SplitMix::new(seed) }),
         }
     }
 

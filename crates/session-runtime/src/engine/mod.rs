@@ -12,7 +12,7 @@ mod structured;
 
 pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt, utc_date};
 pub use bus::{Bus, BusEvent};
-pub use clock::{Clock, HashEntropy, Sleeper, SystemClock, TokioSleeper};
+pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entropy};
 pub use error::RuntimeError;
 pub use runtime::{
     ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeParts, RuntimeSettings, parse_model_ref,

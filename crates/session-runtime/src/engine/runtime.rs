@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agent::{Agent, MAX_STEPS_TEXT, environment_prompt, utc_date};
 use super::bus::{Bus, BusEvent};
-use super::clock::{Clock, HashEntropy, Sleeper};
+use super::clock::{Clock, Sleeper, SplitMix, random_entropy};
 use super::error::RuntimeError;
 use super::snapshot::Snapshotter;
 use super::status::SessionStatus;
@@ -133,7 +133,7 @@ pub struct Runtime {
     pub(super) runs: Mutex<HashMap<SessionId, RunEntry>>,
     /// Numbers runs so a finished run's guard never removes a newer run's entry.
     run_counter: std::sync::atomic::AtomicU64,
-    ids: Mutex<(IdGenerator, HashEntropy)>,
+    ids: Mutex<(IdGenerator, SplitMix)>,
 }
 
 /// What a finished run hands the prompts that joined it: its last assistant message, or the
@@ -193,6 +193,7 @@ struct StepContext<'a> {
 impl Runtime {
     /// A runtime over `parts`.
     pub fn new(parts: RuntimeParts) -> Self {
+        let entropy = random_entropy(parts.clock.now_ms());
         Self {
             store: parts.store,
             models: parts.models,
@@ -205,7 +206,7 @@ impl Runtime {
             bus: Bus::default(),
             runs: Mutex::new(HashMap::new()),
             run_counter: std::sync::atomic::AtomicU64::new(0),
-            ids: Mutex::new((IdGenerator::new(), HashEntropy::default())),
+            ids: Mutex::new((IdGenerator::new(), entropy)),
         }
     }
 
@@ -266,7 +267,7 @@ impl Runtime {
     }
 
     fn jitter(&self) -> f64 {
-        lock(&self.ids).1.unit()
+        session_core::Entropy::unit(&mut lock(&self.ids).1)
     }
 
     fn set_status(&self, session_id: &SessionId, status: SessionStatus) {
@@ -626,7 +627,7 @@ impl Runtime {
                     compaction: self.settings.compaction.clone(),
                     continue_loop_on_deny: self.settings.continue_loop_on_deny,
                 },
-                Box::new(HashEntropy::default()),
+                Box::new(random_entropy(self.clock.now_ms())),
             );
             let context = StepContext {
                 session_id,
@@ -849,7 +850,7 @@ impl Runtime {
                 compaction: self.settings.compaction.clone(),
                 continue_loop_on_deny: self.settings.continue_loop_on_deny,
             },
-            Box::new(HashEntropy::default()),
+            Box::new(random_entropy(self.clock.now_ms())),
         );
         let agent =
             self.agents.get(&last_user.agent).or_else(|| self.agents.get("build")).ok_or_else(|| {

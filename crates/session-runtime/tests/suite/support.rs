@@ -84,6 +84,7 @@ impl RecordingSleeper {
 }
 
 /// A clock stopped at one instant.
+#[derive(Debug)]
 pub struct FixedClock(pub u64);
 
 impl Clock for FixedClock {
