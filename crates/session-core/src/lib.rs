@@ -21,6 +21,7 @@ mod message;
 mod overflow;
 mod permission;
 mod processor;
+pub mod prompt_loop;
 mod provider_error;
 mod retry;
 mod token;

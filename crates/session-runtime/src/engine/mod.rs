@@ -3,11 +3,15 @@
 mod agent;
 mod bus;
 mod clock;
+mod compaction;
 mod error;
+mod prompt;
 mod revert;
+mod runs;
 mod runtime;
 mod snapshot;
 mod status;
+mod step;
 mod structured;
 
 pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt, utc_date};

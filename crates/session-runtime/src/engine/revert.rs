@@ -8,7 +8,8 @@ use session_store::{RevertPoint, RevertRecord, Session, SessionPatch};
 
 use super::bus::BusEvent;
 use super::error::RuntimeError;
-use super::runtime::{RunGuard, Runtime};
+use super::runs::RunGuard;
+use super::runtime::Runtime;
 
 impl Runtime {
     /// Reverts the session to before `message_id` (or before its part `part_id`): every file
@@ -104,8 +105,8 @@ impl Runtime {
     /// Marks the session busy for a revert (so no prompt starts meanwhile); refused while a
     /// prompt runs here or another process holds the session's lease.
     async fn claim_idle(&self, session_id: &SessionId) -> Result<RunGuard<'_>, RuntimeError> {
-        let (guard, _cancel) =
-            self.begin_run(session_id, false).ok_or_else(|| RuntimeError::Busy(session_id.clone()))?;
+        let guard =
+            self.runs.begin(session_id, false).ok_or_else(|| RuntimeError::Busy(session_id.clone()))?;
         if self.store.lease(session_id).await?.is_some() {
             return Err(RuntimeError::Busy(session_id.clone()));
         }

@@ -9,7 +9,7 @@ use session_core::{JsonObject, LlmEvent, MessageError, ToolFailure};
 use session_llm::ToolSpec;
 use session_tools::{ToolResult, schema_problems};
 
-use super::runtime::lock;
+use super::runs::lock;
 
 /// The name of the tool the model answers through when a schema is requested.
 pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";

@@ -1,0 +1,357 @@
+//! The prompt loop (SPEC 12): a prompt is stored and run, or joins the loop already running in
+//! the session; the loop asks session-core's `prompt_loop` what to do next and carries it out.
+
+use session_core::prompt_loop::{
+    AfterStep, CompactionGuard, LoopView, NextTask, StructuredSettlement, after_step, is_last_step,
+    needs_overflow_compaction, next_task, push_max_steps, structured_settlement, wrap_reminders,
+};
+use session_core::{
+    AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, ModelTarget, Outcome,
+    OutputFormat, SessionId, ToModelOptions, UserMessage, disabled_tools, filter_compacted,
+    to_model_messages,
+};
+use session_llm::{LlmRequest, ProviderOptions, ToolChoice, ToolSpec};
+use session_store::StoreError;
+use tokio_util::sync::CancellationToken;
+
+use super::agent::MAX_STEPS_TEXT;
+use super::bus::BusEvent;
+use super::error::RuntimeError;
+use super::runs::RunGuard;
+use super::runtime::{PromptInput, Runtime, parse_model_ref, text_part};
+use super::status::SessionStatus;
+use super::step::{StepContext, StepDriver};
+use super::structured::{STRUCTURED_OUTPUT_INSTRUCTION, StructuredOutput, missing_output_error};
+
+/// What joined prompts get when the run they joined ended without a result (its future was
+/// dropped).
+const RUN_DROPPED: &str = "the run this prompt joined was stopped before it finished";
+
+/// Two compactions with no completed step between them mean compaction cannot free the
+/// context; the loop stops instead of spinning.
+const LOOPING_COMPACTION: &str = "Compaction did not free enough context to continue; stopping instead of \
+compacting again. Start a new session or use a model with a larger context.";
+
+impl Runtime {
+    /// Runs `input` in the session until the model is done (SPEC 12) and returns the last
+    /// assistant message; a run that failed returns its message with the `error` set.
+    ///
+    /// A prompt sent while another runs in the session in this process joins that run (SPEC
+    /// 12 step 11): its user message is stored at once, the running loop answers it (wrapped
+    /// in a system reminder, step 8), and the call returns what the run returns. While a
+    /// revert runs it is refused with [`RuntimeError::Busy`]; while another process holds the
+    /// session's lease, with [`RuntimeError::LeasedElsewhere`]. A revert pending on the
+    /// session becomes final first: the messages after its point are deleted (SPEC 13
+    /// `cleanup`).
+    pub async fn prompt(
+        &self,
+        session_id: &SessionId,
+        input: PromptInput,
+    ) -> Result<AssistantMessage, RuntimeError> {
+        let mut written = false;
+        loop {
+            if let Some(guard) = self.runs.begin(session_id, true) {
+                return self.run_owned(session_id, &input, written, guard).await;
+            }
+            if !self.runs.is_joinable(session_id) {
+                return Err(RuntimeError::Busy(session_id.clone()));
+            }
+            if !written {
+                self.write_prompt_message(session_id, &input).await?;
+                written = true;
+            }
+            // The run may have ended while the message was written: then this prompt runs it.
+            let Some(mut finished) = self.runs.join(session_id) else { continue };
+            let result = match finished.wait_for(Option::is_some).await {
+                Ok(result) => result.clone().unwrap_or_else(|| Err(RUN_DROPPED.to_owned())),
+                Err(_) => Err(RUN_DROPPED.to_owned()),
+            };
+            return result.map_err(RuntimeError::JoinedRunFailed);
+        }
+    }
+
+    /// The run of the prompt that found the session idle: the lease, the loop (again while
+    /// prompts join it), then the lease released and the status idle.
+    async fn run_owned(
+        &self,
+        session_id: &SessionId,
+        input: &PromptInput,
+        written: bool,
+        guard: RunGuard<'_>,
+    ) -> Result<AssistantMessage, RuntimeError> {
+        let run = guard.run;
+        let cancel = &guard.cancel;
+        if let Err(error) = self.acquire_lease(session_id).await {
+            let result = Err(error);
+            self.runs.end(session_id, run, 0, &result, false);
+            return result;
+        }
+        // A message that cannot be stored ends the run like a failed loop would.
+        let mut unwritten =
+            if written { None } else { self.write_prompt_message(session_id, input).await.err() };
+        loop {
+            let seen = self.runs.joins(session_id, run);
+            let outcome = match unwritten.take() {
+                Some(error) => Err(error),
+                None => self.run_loop(session_id, cancel).await,
+            };
+            if let Err(error) = self.store.flush().await {
+                tracing::warn!(%error, "flushing the store after a run failed");
+            }
+            let stop = outcome.is_err() || cancel.is_cancelled();
+            if !stop && self.runs.joins(session_id, run) != seen {
+                continue;
+            }
+            if let Err(error) = self.store.release_lease(session_id).await {
+                tracing::warn!(%error, "releasing the session lease failed");
+            }
+            self.set_status(session_id, SessionStatus::Idle);
+            if self.runs.end(session_id, run, seen, &outcome, !stop) {
+                return outcome;
+            }
+            // A prompt joined after the loop's last look at the history: answer it too.
+            if let Err(error) = self.acquire_lease(session_id).await {
+                let failed = Err(error);
+                self.runs.end(session_id, run, seen, &failed, false);
+                return failed;
+            }
+        }
+    }
+
+    async fn acquire_lease(&self, session_id: &SessionId) -> Result<(), RuntimeError> {
+        self.store.acquire_lease(session_id).await.map(drop).map_err(|error| match error {
+            // Another process runs this session: say so plainly.
+            StoreError::Leased { session_id, owner, expires_at } => {
+                RuntimeError::LeasedElsewhere { session_id, owner, expires_at }
+            }
+            other => other.into(),
+        })
+    }
+
+    /// Stores the prompt's user message: the agent, model and format checked, a pending
+    /// revert made final first.
+    async fn write_prompt_message(
+        &self,
+        session_id: &SessionId,
+        input: &PromptInput,
+    ) -> Result<UserMessage, RuntimeError> {
+        let agent_name = input.agent.clone().unwrap_or_else(|| "build".to_owned());
+        let agent = self.agents.get(&agent_name).ok_or_else(|| RuntimeError::AgentNotFound {
+            name: agent_name.clone(),
+            available: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
+        })?;
+        let model = input
+            .model
+            .clone()
+            .or_else(|| agent.model.as_deref().and_then(parse_model_ref))
+            .unwrap_or_else(|| self.settings.default_model.clone());
+        if let Some(OutputFormat::JsonSchema { schema, .. }) = &input.format {
+            StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?;
+        }
+        // A pending revert becomes final when the session moves on (SPEC 13 `cleanup`).
+        self.cleanup_revert(session_id).await?;
+        self.write_user_message(
+            session_id,
+            &agent.name,
+            &model,
+            input.format.clone(),
+            vec![text_part(&input.text)],
+        )
+        .await
+    }
+
+    /// The loop of SPEC 12: a step per pass until the model is done, the run is cancelled or
+    /// a step stops it; compaction tasks are carried out as they come.
+    async fn run_loop(
+        &self,
+        session_id: &SessionId,
+        cancel: &CancellationToken,
+    ) -> Result<AssistantMessage, RuntimeError> {
+        let mut step: u32 = 0;
+        let mut guard = CompactionGuard::default();
+        let mut last: Option<AssistantMessage> = None;
+        while !cancel.is_cancelled() {
+            self.set_status(session_id, SessionStatus::Busy);
+            let history = self.store.load_history(session_id).await?.messages;
+            let messages: Vec<MessageWithParts> = filter_compacted(&history).into_iter().cloned().collect();
+            let (view, task) = next_task(&messages).map_err(|_| RuntimeError::NoUserMessage)?;
+            let last_user = view.last_user;
+            let task = match task {
+                NextTask::Done(answer) => {
+                    last = Some(answer.clone());
+                    break;
+                }
+                NextTask::Compact(task) => Some(task),
+                NextTask::Step => None,
+            };
+            step += 1;
+            if let Some(task) = task {
+                if !guard.allow_compaction() {
+                    let error = MessageError::ContextOverflowError {
+                        message: LOOPING_COMPACTION.to_owned(),
+                        response_body: None,
+                    };
+                    self.bus.publish(BusEvent::SessionError { session_id: session_id.clone(), error });
+                    return Err(RuntimeError::CompactionLoop);
+                }
+                let (outcome, summary) = self.compact(session_id, &messages, task, last_user, cancel).await?;
+                // A failed summary is what the run ends with (its error says why).
+                last = Some(summary);
+                if outcome == Outcome::Stop {
+                    break;
+                }
+                continue;
+            }
+            match self.step(session_id, &messages, view, step, cancel).await? {
+                StepEnd::Answer(message) => {
+                    last = Some(message);
+                    break;
+                }
+                StepEnd::Compacting => {}
+                StepEnd::Continued { message, after } => {
+                    match after {
+                        AfterStep::Stop => {
+                            last = Some(message);
+                            break;
+                        }
+                        AfterStep::Compact { overflow } => {
+                            self.create_compaction(session_id, last_user, overflow).await?;
+                        }
+                        AfterStep::Continue => guard.step_continued(message.finish.is_some()),
+                    }
+                    last = Some(message);
+                }
+            }
+        }
+        if session_core::prune_enabled(&self.settings.compaction) {
+            self.prune(session_id).await;
+        }
+        last.ok_or(RuntimeError::NoAssistantMessage)
+    }
+
+    /// One model step for the newest user message (SPEC 12 steps 3, 6 to 10).
+    async fn step(
+        &self,
+        session_id: &SessionId,
+        messages: &[MessageWithParts],
+        view: LoopView<'_>,
+        step: u32,
+        cancel: &CancellationToken,
+    ) -> Result<StepEnd, RuntimeError> {
+        let LoopView { last_user, last_finished } = view;
+        // The newest user message decides the agent, the model and the format (SPEC 12 step 3).
+        let model = last_user.model.clone();
+        let Some(agent) = self.agents.get(&last_user.agent) else {
+            let error =
+                RuntimeError::AgentNotFound { name: last_user.agent.clone(), available: self.agent_names() };
+            self.bus.publish(BusEvent::SessionError {
+                session_id: session_id.clone(),
+                error: MessageError::UnknownError { message: error.to_string() },
+            });
+            return Err(error);
+        };
+        let structured = match &last_user.format {
+            Some(OutputFormat::JsonSchema { schema, .. }) => {
+                Some(StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?)
+            }
+            Some(OutputFormat::Text) | None => None,
+        };
+        let entry = self.provider_for(&model)?;
+        let catalog = self.model_for(&model)?;
+        if needs_overflow_compaction(
+            last_finished,
+            &self.settings.compaction,
+            &catalog.limit,
+            self.settings.output_token_max,
+        ) {
+            self.create_compaction(session_id, last_user, false).await?;
+            return Ok(StepEnd::Compacting);
+        }
+
+        let assistant = self.new_assistant(session_id, last_user, &agent.name, &model);
+        self.store.upsert_message(&Message::Assistant(assistant.clone())).await?;
+        self.bus.publish(BusEvent::assistant(&assistant));
+
+        let target = ModelTarget::new(&model.provider_id, &model.model_id, &catalog.id, &entry.npm);
+        let mut model_messages = to_model_messages(messages, &target, &ToModelOptions::default());
+        if step > 1 {
+            wrap_reminders(&mut model_messages, messages, last_finished);
+        }
+        if is_last_step(agent.steps, step) {
+            push_max_steps(&mut model_messages, MAX_STEPS_TEXT);
+        }
+        let registry = self.tools.registry();
+        let tool_names = registry.names().into_iter().map(str::to_owned).collect::<Vec<_>>();
+        let disabled = disabled_tools(&tool_names, &agent.ruleset);
+        let mut tools: Vec<ToolSpec> = registry
+            .definitions(&disabled)
+            .into_iter()
+            .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
+            .collect();
+        let mut system = vec![agent.prompt.clone(), self.environment()];
+        let mut options = ProviderOptions::default();
+        if let Some(structured) = &structured {
+            tools.push(structured.tool());
+            system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());
+            options.tool_choice = Some(ToolChoice::Required);
+        }
+        let request = LlmRequest {
+            model: catalog.id.clone(),
+            system,
+            messages: model_messages,
+            tools,
+            max_output_tokens: self.max_output_tokens(&catalog),
+            options,
+            cancel: cancel.child_token(),
+        };
+        let processor = self.processor_for(assistant.clone(), &catalog);
+        let context = StepContext {
+            session_id,
+            message_id: assistant.id.clone(),
+            agent,
+            provider: &entry,
+            cancel,
+            structured: structured.as_ref(),
+        };
+        let (outcome, mut message) = StepDriver::new(self, context, processor).run(request).await?;
+        if let Some(structured) = &structured {
+            let captured = structured.take();
+            match structured_settlement(captured.is_some(), &message) {
+                StructuredSettlement::Pending => {}
+                settlement => {
+                    if let Some(value) = captured {
+                        message.structured = Some(value);
+                        message.finish.get_or_insert(FinishReason::Stop);
+                    } else if settlement == StructuredSettlement::Missing {
+                        let error = missing_output_error();
+                        self.bus.publish(BusEvent::SessionError {
+                            session_id: session_id.clone(),
+                            error: error.clone(),
+                        });
+                        message.error = Some(error);
+                    }
+                    self.store.upsert_message(&Message::Assistant(message.clone())).await?;
+                    self.bus.publish(BusEvent::assistant(&message));
+                    return Ok(StepEnd::Answer(message));
+                }
+            }
+        }
+        let after = after_step(outcome, &message);
+        Ok(StepEnd::Continued { message, after })
+    }
+}
+
+/// How a step of the loop ended.
+enum StepEnd {
+    /// A structured answer (or its absence) ended the run with this message.
+    Answer(AssistantMessage),
+    /// The overflow pre-check wrote a compaction request instead of running the step.
+    Compacting,
+    /// The step ran; the loop does what `after` says.
+    Continued {
+        /// The step's final message.
+        message: AssistantMessage,
+        /// What follows.
+        after: AfterStep,
+    },
+}

@@ -1,0 +1,378 @@
+//! The driver of one assistant step (SPEC 4, 7, 8): it owns the step's processor, its tool
+//! calls and their scope, and the outcome, and carries the processor's effects out against the
+//! provider stream, the store, the bus, the snapshots and the tools, with retries and cleanup.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::StreamExt as _;
+use session_core::{
+    AssistantMessage, Effect, Input, Message, MessageError, MessageId, Outcome, Processor, ProcessorError,
+    RetryDecision, RetryRequest, SessionId, ToolCallRef, Waiting, decide,
+};
+use session_llm::LlmRequest;
+use session_store::{PartDelta, WriteBatch};
+use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolCall};
+use tokio_util::sync::CancellationToken;
+
+use super::agent::Agent;
+use super::bus::BusEvent;
+use super::error::RuntimeError;
+use super::runtime::{ProviderEntry, Runtime};
+use super::status::SessionStatus;
+use super::structured::{STRUCTURED_OUTPUT_TOOL, StructuredOutput};
+
+/// What one assistant step runs against besides its processor.
+pub(super) struct StepContext<'a> {
+    /// The session.
+    pub(super) session_id: &'a SessionId,
+    /// The assistant message the step writes.
+    pub(super) message_id: MessageId,
+    /// The agent whose tools and rules apply.
+    pub(super) agent: &'a Agent,
+    /// The provider streamed from.
+    pub(super) provider: &'a ProviderEntry,
+    /// The run's cancellation.
+    pub(super) cancel: &'a CancellationToken,
+    /// The step's structured-output capture, when the user asked for a schema.
+    pub(super) structured: Option<&'a StructuredOutput>,
+}
+
+/// One step in progress: the processor and everything its effects touch.
+pub(super) struct StepDriver<'a> {
+    runtime: &'a Runtime,
+    context: StepContext<'a>,
+    processor: Processor,
+    tracker: CallTracker,
+    scope: CallScope,
+    outcome: Option<Outcome>,
+}
+
+/// How reading one attempt's stream ended.
+enum AttemptEnd {
+    /// The processor is done, or the stream ended and every tool settled.
+    Settled,
+    /// The stream (or the processor's view of it) failed with this error.
+    Failed(MessageError),
+}
+
+impl<'a> StepDriver<'a> {
+    /// A driver of `processor` for the step described by `context`.
+    pub(super) fn new(runtime: &'a Runtime, context: StepContext<'a>, processor: Processor) -> Self {
+        let scope = CallScope {
+            session_id: context.session_id.clone(),
+            message_id: context.message_id.clone(),
+            agent: context.agent.name.clone(),
+            ruleset: Arc::new(context.agent.ruleset.clone()),
+            abort: context.cancel.child_token(),
+        };
+        Self { runtime, context, processor, tracker: CallTracker::new(), scope, outcome: None }
+    }
+
+    fn now(&self) -> u64 {
+        self.runtime.clock.now_ms()
+    }
+
+    /// Runs the step over the provider stream with retries (SPEC 7), tools and cleanup (SPEC
+    /// 8), and returns the processor's outcome with the step's final message.
+    pub(super) async fn run(
+        mut self,
+        request: LlmRequest,
+    ) -> Result<(Outcome, AssistantMessage), RuntimeError> {
+        let mut attempt: u32 = 0;
+        let started = self.now();
+        let mut failure = self.carry_out().await?;
+        loop {
+            if failure.is_none() && self.outcome.is_none() {
+                failure = match self.read_attempt(&request).await? {
+                    AttemptEnd::Settled => None,
+                    AttemptEnd::Failed(error) => Some(error),
+                };
+            }
+            if let Some(error) = failure.take() {
+                if self.context.cancel.is_cancelled() {
+                    self.interrupt().await?;
+                    break;
+                }
+                attempt += 1;
+                let now = self.now();
+                let mut retry_request = RetryRequest::new(&error, attempt, self.runtime.jitter(), now);
+                retry_request.elapsed_ms = now.saturating_sub(started);
+                retry_request.config = self.context.provider.retry.as_ref();
+                match decide(&retry_request) {
+                    RetryDecision::Retry { wait_ms, message } => {
+                        let wait = session_core::clamp_delay(wait_ms);
+                        let next = now.saturating_add(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+                        let status = SessionStatus::Retry { attempt, message, next };
+                        self.runtime.set_status(self.context.session_id, status);
+                        tokio::select! {
+                            () = self.runtime.sleeper.sleep(wait) => {}
+                            () = self.context.cancel.cancelled() => {
+                                self.interrupt().await?;
+                                break;
+                            }
+                        }
+                        self.processor.begin_attempt();
+                        continue;
+                    }
+                    RetryDecision::Stop => {
+                        let now = self.now();
+                        let _ = self.processor.handle(Input::Halt(error), now);
+                        self.finish().await?;
+                        break;
+                    }
+                }
+            }
+            if self.outcome.is_none() {
+                // The stream ended without a failure: let cleanup finish.
+                self.finish().await?;
+            }
+            break;
+        }
+        let outcome = self.outcome.unwrap_or(Outcome::Stop);
+        Ok((outcome, self.processor.message().clone()))
+    }
+
+    /// Streams one attempt, feeding the processor stream events, tool updates and the
+    /// interrupt, until it is done or the stream fails.
+    async fn read_attempt(&mut self, request: &LlmRequest) -> Result<AttemptEnd, RuntimeError> {
+        self.runtime.set_status(self.context.session_id, SessionStatus::Busy);
+        let mut attempt_request = request.clone();
+        attempt_request.cancel = self.context.cancel.child_token();
+        let mut stream = self.context.provider.client.stream(attempt_request);
+        let mut stream_open = true;
+        let mut tool_started = false;
+        loop {
+            if self.outcome.is_some() {
+                return Ok(AttemptEnd::Settled);
+            }
+            let reading = stream_open && self.processor.wants_events();
+            // Nothing left to wait for: the stream is over and every tool settled.
+            let input = if !reading && self.tracker.is_empty() {
+                Input::EndOfStream
+            } else {
+                tokio::select! {
+                    biased;
+                    () = self.context.cancel.cancelled() => {
+                        self.scope.abort.cancel();
+                        Input::Interrupt
+                    }
+                    update = self.tracker.next(), if !self.tracker.is_empty() => match update {
+                        Some(update) => update.into_input(),
+                        None => continue,
+                    },
+                    event = stream.next(), if reading => match event {
+                        Some(Ok(event)) => Input::Event(event),
+                        Some(Err(error)) => {
+                            let error = error.to_message_error();
+                            // SPEC 7.3: never replay a stream whose tools already ran.
+                            let error = if tool_started { retry_unsafe(error) } else { error };
+                            return Ok(AttemptEnd::Failed(error));
+                        }
+                        None => {
+                            stream_open = false;
+                            continue;
+                        }
+                    },
+                }
+            };
+            let interrupt = matches!(input, Input::Interrupt);
+            let running_before = self.tracker.open_calls().len();
+            let now = self.now();
+            if let Err(ProcessorError::Stream(error)) = self.processor.handle(input, now) {
+                return Ok(AttemptEnd::Failed(error));
+            }
+            if let Some(error) = self.carry_out().await? {
+                return Ok(AttemptEnd::Failed(error));
+            }
+            tool_started |= self.tracker.open_calls().len() > running_before;
+            if interrupt {
+                // Finish cleanup now: the stream is abandoned.
+                self.finish().await?;
+            }
+        }
+    }
+
+    /// Interrupts the processor and lets its cleanup finish (SPEC 8).
+    async fn interrupt(&mut self) -> Result<(), RuntimeError> {
+        let now = self.now();
+        let _ = self.processor.handle(Input::Interrupt, now);
+        self.finish().await
+    }
+
+    /// Carries effects out until the processor is done.
+    async fn finish(&mut self) -> Result<(), RuntimeError> {
+        // Bounded: each round either drains effects or feeds the input cleanup waits for.
+        for _ in 0..64 {
+            // Effects queued by the last input (the message update, `Done`) are carried out
+            // before deciding whether the processor is finished.
+            if let Some(error) = self.carry_out().await? {
+                let now = self.now();
+                let _ = self.processor.handle(Input::Halt(error), now);
+                continue;
+            }
+            if self.outcome.is_some() || self.processor.waiting() == Waiting::Finished {
+                return Ok(());
+            }
+            if self.processor.waiting() == Waiting::Nothing {
+                let input =
+                    if self.context.cancel.is_cancelled() { Input::Interrupt } else { Input::EndOfStream };
+                let now = self.now();
+                if let Err(ProcessorError::Stream(error)) = self.processor.handle(input, now) {
+                    let _ = self.processor.handle(Input::Halt(error), now);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out every queued effect, answering requests; returns a stream failure if
+    /// answering one failed the stream (a rejected doom-loop ask).
+    async fn carry_out(&mut self) -> Result<Option<MessageError>, RuntimeError> {
+        let mut failure = None;
+        // Consecutive message and part writes go to the store as one transaction (a step-finish
+        // part with the message totals it changes, a tool part's pending and running states),
+        // and their events are published once it committed, in order. Any other effect first
+        // commits what is pending, so the store and the bus never see effects out of order.
+        let mut pending = PendingWrites::default();
+        while let Some(effect) = self.processor.poll_effect() {
+            let effect = match effect {
+                Effect::UpsertPart(part) => {
+                    pending.batch.parts.push((*part).clone());
+                    pending.events.push(BusEvent::PartUpdated { part });
+                    continue;
+                }
+                Effect::UpsertMessage(message) => {
+                    let message = Message::Assistant(*message);
+                    pending.batch.messages.push(message.clone());
+                    pending.events.push(BusEvent::MessageUpdated { info: Box::new(message) });
+                    continue;
+                }
+                other => other,
+            };
+            self.runtime.commit_writes(&mut pending).await?;
+            let answer = self.answer(effect).await?;
+            let now = self.now();
+            if let Some(input) = answer
+                && let Err(ProcessorError::Stream(error)) = self.processor.handle(input, now)
+            {
+                failure = Some(error);
+            }
+        }
+        self.runtime.commit_writes(&mut pending).await?;
+        Ok(failure)
+    }
+
+    /// Carries out one effect other than a write; returns the input that answers it, if any.
+    async fn answer(&mut self, effect: Effect) -> Result<Option<Input>, RuntimeError> {
+        let runtime = self.runtime;
+        let session_id = self.context.session_id;
+        Ok(match effect {
+            Effect::UpsertPart(_) | Effect::UpsertMessage(_) => None,
+            Effect::PartDelta { message_id, part_id, field, delta } => {
+                runtime.bus.publish(BusEvent::PartDelta {
+                    session_id: session_id.clone(),
+                    message_id: message_id.clone(),
+                    part_id: part_id.clone(),
+                    field: field.to_owned(),
+                    delta: delta.clone(),
+                });
+                runtime
+                    .store
+                    .append_delta(PartDelta {
+                        session_id: session_id.clone(),
+                        message_id,
+                        part_id,
+                        field: field.to_owned(),
+                        delta,
+                    })
+                    .await?;
+                None
+            }
+            Effect::TakeSnapshot(_) => Some(Input::Snapshot(runtime.snapshots.track().await)),
+            Effect::ComputePatch { hash } => Some(Input::Patch(runtime.snapshots.patch(&hash).await)),
+            Effect::AskPermission { call_id, request } => {
+                let call = ToolCallRef { message_id: self.context.message_id.clone(), call_id };
+                // The doom-loop ask is evaluated against the agent's rules only (SPEC 3).
+                let reply = runtime
+                    .tools
+                    .permissions()
+                    .ask(session_id, request, Some(call), &self.context.agent.ruleset, &self.scope.abort)
+                    .await;
+                if self.context.cancel.is_cancelled() {
+                    Some(Input::Interrupt)
+                } else {
+                    Some(Input::PermissionReply(reply.map_err(|error| error.to_string())))
+                }
+            }
+            Effect::ExecuteTool { call_id, tool, input, .. }
+                if tool == STRUCTURED_OUTPUT_TOOL && self.context.structured.is_some() =>
+            {
+                self.context.structured.map(|structured| Input::Event(structured.capture(call_id, input)))
+            }
+            Effect::ExecuteTool { call_id, tool, input, .. } => {
+                let call = ToolCall { call_id, tool, input };
+                self.tracker.spawn(runtime.tools.clone(), call, self.scope.clone());
+                None
+            }
+            Effect::StepSettled => None,
+            Effect::AwaitToolCalls { .. } => {
+                let settlement = self.tracker.wait_all(CLEANUP_GRACE).await;
+                for update in settlement.updates {
+                    let now = self.now();
+                    let _ = self.processor.handle(update.into_input(), now);
+                }
+                (self.processor.waiting() == Waiting::ToolCalls).then_some(Input::GraceElapsed)
+            }
+            Effect::SessionError(error) => {
+                runtime.bus.publish(BusEvent::SessionError { session_id: session_id.clone(), error });
+                None
+            }
+            Effect::SetIdle => {
+                runtime.set_status(session_id, SessionStatus::Idle);
+                None
+            }
+            Effect::Done(result) => {
+                self.outcome = Some(result);
+                None
+            }
+        })
+    }
+}
+
+/// Writes collected from consecutive effects, committed together.
+#[derive(Default)]
+pub(super) struct PendingWrites {
+    batch: WriteBatch,
+    events: Vec<BusEvent>,
+}
+
+impl Runtime {
+    /// Commits the pending writes in one transaction, then publishes their events.
+    async fn commit_writes(&self, pending: &mut PendingWrites) -> Result<(), RuntimeError> {
+        if pending.events.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut pending.batch);
+        self.store.commit(&batch).await?;
+        for event in pending.events.drain(..) {
+            self.bus.publish(event);
+        }
+        Ok(())
+    }
+}
+
+/// Marks an error as unsafe to retry: a tool of the failed attempt already ran (SPEC 7.3).
+fn retry_unsafe(error: MessageError) -> MessageError {
+    let message = format!("{} (not retried: a tool of this step had already started)", error.message());
+    let mut metadata = BTreeMap::new();
+    metadata.insert("code".to_owned(), session_core::RETRY_UNSAFE_CODE.to_owned());
+    MessageError::ApiError {
+        message,
+        status_code: None,
+        is_retryable: false,
+        response_headers: None,
+        response_body: None,
+        metadata: Some(metadata),
+    }
+}
