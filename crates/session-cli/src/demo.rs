@@ -2,7 +2,6 @@
 //! else is real: the embedded SQLite store, the tools in a temporary workspace, snapshots,
 //! the loop, the bus.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -10,11 +9,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
-use session_core::{AgentPaths, Message, ModelRef, PartKind, PermissionAsk, Reply};
+use session_core::{Message, ModelRef, PartKind, PermissionAsk, Reply};
 use session_llm::{Catalog, CatalogModel, Script, ScriptedProvider};
 use session_runtime::{
-    Agent, GitSnapshotter, ModelSource, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeParts,
-    RuntimeSettings, Snapshotter, SystemClock, TokioSleeper,
+    GitSnapshotter, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeSettings, Snapshotter,
+    StaticModels,
 };
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{
@@ -42,21 +41,6 @@ pub struct DemoSummary {
     pub tools_completed: usize,
     /// The final answer's text.
     pub answer: String,
-}
-
-struct DemoModels {
-    provider: ProviderEntry,
-    model: CatalogModel,
-}
-
-impl ModelSource for DemoModels {
-    fn provider(&self, provider_id: &str) -> Option<ProviderEntry> {
-        (provider_id == DEMO_PROVIDER).then(|| self.provider.clone())
-    }
-
-    fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel> {
-        (provider_id == DEMO_PROVIDER && model_id == DEMO_MODEL).then(|| self.model.clone())
-    }
 }
 
 /// The demo runs in a throwaway folder, so every ask is answered "once".
@@ -113,14 +97,13 @@ pub async fn run_demo(
     if let Some(priced) = catalog.lookup(PRICED_LIKE) {
         model.cost = priced.cost.clone();
     }
-    let models = Arc::new(DemoModels {
-        provider: ProviderEntry {
-            client: provider,
-            npm: session_llm::OPENAI_COMPATIBLE_NPM.to_owned(),
-            retry: None,
-        },
+    let entry =
+        ProviderEntry { client: provider, npm: session_llm::OPENAI_COMPATIBLE_NPM.to_owned(), retry: None };
+    let models = Arc::new(StaticModels::new().with_provider(DEMO_PROVIDER, entry).with_model(
+        DEMO_PROVIDER,
+        DEMO_MODEL,
         model,
-    });
+    ));
 
     // Snapshots need git; the demo works without it, just with no patch parts.
     let git_ok = std::process::Command::new("git")
@@ -137,29 +120,14 @@ pub async fn run_demo(
     };
     let permissions = Arc::new(PermissionEngine::new(Arc::new(AllowInDemo)));
     let tools = Arc::new(ToolExecutor::new(builtin_registry()?, Workspace::new(&workspace)?, permissions));
-    let mut agents = BTreeMap::new();
-    agents.insert("build".to_owned(), Agent::build(&[], &AgentPaths::default()));
-    let runtime = Arc::new(Runtime::new(RuntimeParts {
-        store: store.clone(),
-        models,
-        tools,
-        snapshots,
-        clock: Arc::new(SystemClock),
-        sleeper: Arc::new(TokioSleeper),
-        agents,
-        settings: RuntimeSettings {
-            compaction: Default::default(),
-            continue_loop_on_deny: false,
-            output_token_max: session_core::OUTPUT_TOKEN_MAX,
-            default_model: ModelRef {
-                provider_id: DEMO_PROVIDER.into(),
-                model_id: DEMO_MODEL.into(),
-                variant: None,
-            },
-            worktree: workspace.clone(),
-            instructions: None,
-        },
-    }));
+    let default_model =
+        ModelRef { provider_id: DEMO_PROVIDER.into(), model_id: DEMO_MODEL.into(), variant: None };
+    let runtime = Arc::new(
+        Runtime::builder(store.clone(), tools, RuntimeSettings::new(default_model, workspace.clone()))
+            .models(models)
+            .snapshots(snapshots)
+            .build(),
+    );
 
     let session = runtime.create_session(Some("demo".to_owned())).await?;
     let mut events = runtime.bus().subscribe();

@@ -14,7 +14,6 @@
 //! `main` reads the process environment: these functions take it as arguments.
 
 mod demo;
-mod models;
 mod render;
 mod replay;
 mod run;
@@ -23,11 +22,11 @@ pub mod sessions;
 mod status_line;
 
 pub use demo::{DemoSummary, run_demo};
-pub use models::{ConfiguredModels, ResolvedProvider};
 pub use render::{OutputFormat, Renderer};
 pub use replay::{ReplayError, ReplayModel, ReplayOutput, replay};
 pub use run::{
     AskMode, Assembled, EXIT_INTERRUPTED, RunOptions, RuntimeSetup, assemble, open_store, open_store_with,
     run_prompt,
 };
+pub use session_runtime::{ConfiguredModels, ResolvedProvider};
 pub use status_line::{StatusLine, StatusPause};

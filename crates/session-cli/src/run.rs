@@ -1,26 +1,19 @@
 //! `session run`: one prompt against a real provider, streamed to the terminal.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
-use session_core::{AgentPaths, Identifier as _, PermissionAsk, Reply, SessionId};
-use session_llm::Catalog;
-use session_runtime::{
-    Agent, Clock as _, FsResolver, GitSnapshotter, NoSnapshots, PromptInput, Runtime, RuntimeParts,
-    RuntimeSettings, Snapshotter, SystemClock, TokioSleeper, discover_in, load, parse_model_ref,
-    user_config_dir,
-};
-use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
-use session_tools::{
-    PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry,
-};
+use session_core::{Identifier as _, PermissionAsk, Reply, SessionId};
+pub use session_runtime::{Assembled, RuntimeSetup};
+use session_runtime::{Clock as _, PromptInput, SystemClock};
+use session_store::{Store, StoreOptions};
+use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::mpsc;
 
-use crate::models::ConfiguredModels;
 use crate::render::{OutputFormat, Renderer};
 use crate::status_line::{StatusLine, StatusPause};
 
@@ -133,171 +126,17 @@ pub async fn open_store_with(
     data_dir: &Path,
     options: StoreOptions,
 ) -> Result<Arc<dyn Store>> {
-    let config = match database {
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            DatabaseConfig::Postgres(PgConfig::new(url))
-        }
-        Some(other) => bail!(
-            "database {other:?} is not a PostgreSQL URL (postgres://...); leave it unset for the embedded SQLite file"
-        ),
-        None => DatabaseConfig::Sqlite(SqliteConfig::new(data_dir.join("session.db"))),
-    };
-    session_store::open(&config, options).await.map_err(|error| {
-        anyhow!(
-            "cannot open the session database: {error}; check the --db URL or \"database\" in your config"
-        )
-    })
+    Ok(session_runtime::open_store(database, data_dir, options).await?)
 }
 
-/// Where and how to build a runtime: the project, the user's folders, the model and store.
-#[derive(Debug, Clone)]
-pub struct RuntimeSetup {
-    /// The working directory (the workspace).
-    pub cwd: PathBuf,
-    /// The user's home.
-    pub home: Option<PathBuf>,
-    /// Where data lives (the SQLite file, snapshots).
-    pub data_dir: PathBuf,
-    /// The environment, for config substitutions and API keys.
-    pub env: HashMap<String, String>,
-    /// The default model as provider/model (else the config's `model`).
-    pub model: Option<String>,
-    /// A base URL for the default model's provider.
-    pub base_url: Option<String>,
-    /// A PostgreSQL URL overriding the config's `database`.
-    pub db: Option<String>,
-    /// Lease time and other store settings.
-    pub store_options: StoreOptions,
-}
-
-/// A runtime ready for prompts, with the handles around it.
-pub struct Assembled {
-    /// The engine.
-    pub runtime: Arc<Runtime>,
-    /// Its store.
-    pub store: Arc<dyn Store>,
-    /// Its permission engine (asks wait here for replies).
-    pub permissions: Arc<PermissionEngine>,
-    /// The default model.
-    pub model: session_core::ModelRef,
-    /// The database setting in effect (`--db`, else the config's `database`; none: SQLite).
-    pub database: Option<String>,
-}
-
-impl std::fmt::Debug for Assembled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Assembled").field("model", &self.model).finish_non_exhaustive()
-    }
-}
-
-/// Builds the runtime `session run` and `session serve` use: configuration, model, store,
-/// tools with `asker` answering permission asks, snapshots and agents.
+/// Builds the runtime `session run` and `session serve` use (session-runtime's
+/// [`session_runtime::assemble`]) and prints the configuration's warnings.
 pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> Result<Assembled> {
-    // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
-    let user_dir = setup
-        .env
-        .get("XDG_CONFIG_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(|dir| PathBuf::from(dir).join("session"))
-        .or_else(|| setup.home.as_deref().map(user_config_dir));
-    let sources =
-        discover_in(&setup.cwd, user_dir.as_deref(), setup.env.get("SESSION_CONFIG").map(PathBuf::from));
-    let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
-    let loaded = load(&sources, &resolver)?;
-    for warning in &loaded.warnings {
+    let assembled = session_runtime::assemble(setup, asker).await?;
+    for warning in &assembled.warnings {
         eprintln!("session: warning: {warning}");
     }
-    let config = loaded.config;
-    let reference = setup
-        .model
-        .clone()
-        .or_else(|| config.model.clone())
-        .ok_or_else(|| anyhow!("no model chosen: pass --model provider/model (for example anthropic/claude-sonnet-4-5) or set \"model\" in your config"))?;
-    let model = parse_model_ref(&reference).ok_or_else(|| {
-        anyhow!("--model must be provider/model, for example openai/gpt-4.1; got {reference:?}")
-    })?;
-    let base_url = setup.base_url.clone().map(|url| (model.provider_id.clone(), url));
-    let models = ConfiguredModels::new(Catalog::embedded()?, config.clone(), setup.env.clone(), base_url)?;
-    let provider = models.resolve_provider(&model.provider_id)?;
-    if provider.api_key.is_none() && !provider.is_local() {
-        bail!(
-            "no API key for {}: set {} or provider.{}.options.apiKey in your config",
-            provider.id,
-            provider.key_vars.join(" or "),
-            provider.id
-        );
-    }
-    if models.resolve_model(&model.provider_id, &model.model_id).is_none() {
-        bail!(
-            "unknown model {reference}: it is not in the catalog; run `session models --provider {}` or add it under provider.{}.models",
-            model.provider_id,
-            model.provider_id
-        );
-    }
-
-    std::fs::create_dir_all(&setup.data_dir)
-        .with_context(|| format!("cannot create the data folder {}", setup.data_dir.display()))?;
-    let store = open_store_with(
-        setup.db.as_deref().or(config.database.as_deref()),
-        &setup.data_dir,
-        setup.store_options.clone(),
-    )
-    .await?;
-    let permissions = Arc::new(PermissionEngine::new(asker));
-    let workspace = Workspace::new(&setup.cwd)?;
-    let workspace = match &setup.home {
-        Some(home) => workspace.with_home(home),
-        None => workspace,
-    };
-    let tools = Arc::new(
-        ToolExecutor::new(builtin_registry()?, workspace, permissions.clone())
-            .with_continue_loop_on_deny(config.continue_loop_on_deny()),
-    );
-    let snapshots: Arc<dyn Snapshotter> = match config.snapshot_enabled() {
-        true => match GitSnapshotter::open(&setup.cwd, &setup.data_dir).await {
-            Some(git) => Arc::new(git),
-            None => Arc::new(NoSnapshots),
-        },
-        false => Arc::new(NoSnapshots),
-    };
-    let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
-    let user_rules = config.permission_rules(home.as_deref())?;
-    let paths = AgentPaths::default();
-    let mut agents = BTreeMap::new();
-    let mut build = Agent::build(&user_rules, &paths);
-    let mut plan = Agent::plan(&user_rules, &paths);
-    for agent in [&mut build, &mut plan] {
-        if let Some(configured) = config.agent.get(&agent.name) {
-            if let Some(prompt) = &configured.prompt {
-                agent.prompt.clone_from(prompt);
-            }
-            agent.model.clone_from(&configured.model);
-            agent.steps = configured.steps.map(std::num::NonZero::get);
-            agent.ruleset.extend(configured.permission_rules(home.as_deref())?);
-        }
-    }
-    agents.insert(build.name.clone(), build);
-    agents.insert(plan.name.clone(), plan);
-    let instructions = std::fs::read_to_string(setup.cwd.join("AGENTS.md")).ok();
-    let runtime = Arc::new(Runtime::new(RuntimeParts {
-        store: store.clone(),
-        models: Arc::new(models),
-        tools,
-        snapshots,
-        clock: Arc::new(SystemClock),
-        sleeper: Arc::new(TokioSleeper),
-        agents,
-        settings: RuntimeSettings {
-            compaction: config.compaction.clone(),
-            continue_loop_on_deny: config.continue_loop_on_deny(),
-            output_token_max: session_core::OUTPUT_TOKEN_MAX,
-            default_model: model.clone(),
-            worktree: setup.cwd.clone(),
-            instructions,
-        },
-    }));
-    let database = setup.db.clone().or_else(|| config.database.clone()).filter(|d| !d.trim().is_empty());
-    Ok(Assembled { runtime, store, permissions, model, database })
+    Ok(assembled)
 }
 
 /// What to do about a run's final error, when the error itself does not say.

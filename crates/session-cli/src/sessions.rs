@@ -8,11 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use session_core::{Identifier as _, Message, MessageId, ModelRef, PartId, PartKind, SessionId};
-use session_llm::CatalogModel;
-use session_runtime::{
-    GitSnapshotter, ModelSource, ProviderEntry, Runtime, RuntimeParts, RuntimeSettings, SystemClock,
-    TokioSleeper,
-};
+use session_runtime::{GitSnapshotter, Runtime, RuntimeSettings};
 use session_store::{ListSessions, Session, SessionDocument, Store};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, ToolRegistry, Workspace,
@@ -161,36 +157,12 @@ async fn maintenance_runtime(store: Arc<dyn Store>, data_dir: &Path, session: &S
     let workspace = Workspace::new(&worktree)
         .with_context(|| format!("the session's folder {} cannot be opened", worktree.display()))?;
     let tools = Arc::new(ToolExecutor::new(ToolRegistry::new(), workspace, permissions));
-    Ok(Runtime::new(RuntimeParts {
-        store,
-        models: Arc::new(NoModels),
-        tools,
-        snapshots: Arc::new(snapshots),
-        clock: Arc::new(SystemClock),
-        sleeper: Arc::new(TokioSleeper),
-        agents: BTreeMap::new(),
-        settings: RuntimeSettings {
-            compaction: Default::default(),
-            continue_loop_on_deny: false,
-            output_token_max: session_core::OUTPUT_TOKEN_MAX,
-            // Never used: this runtime refuses prompts for want of agents and providers.
-            default_model: ModelRef { provider_id: String::new(), model_id: String::new(), variant: None },
-            worktree,
-            instructions: None,
-        },
-    }))
-}
-
-/// No providers: the maintenance runtime never calls a model.
-struct NoModels;
-
-impl ModelSource for NoModels {
-    fn provider(&self, _provider_id: &str) -> Option<ProviderEntry> {
-        None
-    }
-    fn model(&self, _provider_id: &str, _model_id: &str) -> Option<CatalogModel> {
-        None
-    }
+    // No agents and no providers: this runtime refuses prompts; the default model is never used.
+    let default_model = ModelRef { provider_id: String::new(), model_id: String::new(), variant: None };
+    Ok(Runtime::builder(store, tools, RuntimeSettings::new(default_model, worktree))
+        .snapshots(Arc::new(snapshots))
+        .agents(BTreeMap::new())
+        .build())
 }
 
 /// Refuses every ask: the maintenance runtime runs no tools.

@@ -6,19 +6,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use session_core::{AgentPaths, ModelCost, ModelLimit, ModelRef, PermissionAsk, Reply};
+use session_core::{ModelCost, ModelLimit, ModelRef, PermissionAsk, Reply};
 use session_llm::{CatalogModel, Provider, Script, ScriptedProvider};
-use session_runtime::{
-    Agent, ModelSource, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeParts, RuntimeSettings,
-    Sleeper, SystemClock,
-};
+use session_runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, Sleeper};
 use session_store::{SqliteConfig, SqliteStore, StoreOptions};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry,
@@ -76,29 +72,13 @@ async fn runtime(dir: &Path, steps: usize) -> Runtime {
         Workspace::new(&work).unwrap(),
         Arc::new(PermissionEngine::new(Arc::new(Allow))),
     );
-    let mut agents = BTreeMap::new();
-    agents.insert("build".to_owned(), Agent::build(&[], &AgentPaths::default()));
-    Runtime::new(RuntimeParts {
-        store: Arc::new(store),
-        models: Arc::new(Models(Arc::new(ScriptedProvider::new(script(steps))))),
-        tools: Arc::new(tools),
-        snapshots: Arc::new(NoSnapshots),
-        clock: Arc::new(SystemClock),
-        sleeper: Arc::new(NoSleep),
-        agents,
-        settings: RuntimeSettings {
-            compaction: Default::default(),
-            continue_loop_on_deny: false,
-            output_token_max: 32_000,
-            default_model: ModelRef {
-                provider_id: "mock".into(),
-                model_id: "mock-model".into(),
-                variant: None,
-            },
-            worktree: work,
-            instructions: None,
-        },
-    })
+    let default_model = ModelRef { provider_id: "mock".into(), model_id: "mock-model".into(), variant: None };
+    let mut settings = RuntimeSettings::new(default_model, work);
+    settings.output_token_max = 32_000;
+    Runtime::builder(Arc::new(store), Arc::new(tools), settings)
+        .models(Arc::new(Models(Arc::new(ScriptedProvider::new(script(steps))))))
+        .sleeper(Arc::new(NoSleep))
+        .build()
 }
 
 /// One prompt of `steps` tool steps plus the answer, on a fresh runtime in a temp directory

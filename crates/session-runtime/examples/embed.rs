@@ -3,16 +3,12 @@
 //!
 //! `cargo run -p session-runtime --example embed`
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use session_core::{AgentPaths, ModelRef, PermissionAsk, Reply};
-use session_llm::{CatalogModel, Script, ScriptedProvider};
-use session_runtime::{
-    Agent, BusEvent, ModelSource, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeParts,
-    RuntimeSettings, SystemClock, TokioSleeper,
-};
+use session_core::{ModelRef, PermissionAsk, Reply};
+use session_llm::{Script, ScriptedProvider};
+use session_runtime::{BusEvent, PromptInput, ProviderEntry, Runtime, RuntimeSettings, StaticModels};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry,
@@ -25,21 +21,6 @@ const SCRIPT: &str = r#"{
     {"text": "The project counts words."}
   ]
 }"#;
-
-/// One provider, one model: what the runtime asks for by id.
-struct Models {
-    provider: ProviderEntry,
-}
-
-impl ModelSource for Models {
-    fn provider(&self, provider_id: &str) -> Option<ProviderEntry> {
-        (provider_id == "scripted").then(|| self.provider.clone())
-    }
-
-    fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel> {
-        (provider_id == "scripted").then(|| CatalogModel::unknown(model_id))
-    }
-}
 
 /// Answers every permission ask "once"; an application would ask its user.
 struct AllowOnce;
@@ -62,35 +43,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         SqliteStore::open(&SqliteConfig::new(dir.path().join("session.db")), StoreOptions::default()).await?,
     );
     let provider = ScriptedProvider::new(Script::from_json(SCRIPT)?.with_workdir(&project));
-    let models = Models {
-        provider: ProviderEntry {
-            client: Arc::new(provider),
-            npm: session_llm::OPENAI_COMPATIBLE_NPM.to_owned(),
-            retry: None,
-        },
+    let entry = ProviderEntry {
+        client: Arc::new(provider),
+        npm: session_llm::OPENAI_COMPATIBLE_NPM.to_owned(),
+        retry: None,
     };
+    // One provider; every model id it is asked for is an unknown model (no limits, no prices).
+    let models = StaticModels::new().with_provider("scripted", entry);
     let permissions = Arc::new(PermissionEngine::new(Arc::new(AllowOnce)));
     let tools = ToolExecutor::new(builtin_registry()?, Workspace::new(&project)?, permissions);
-    let mut agents = BTreeMap::new();
-    agents.insert("build".to_owned(), Agent::build(&[], &AgentPaths::default()));
 
-    let runtime = Runtime::new(RuntimeParts {
-        store: store.clone(),
-        models: Arc::new(models),
-        tools: Arc::new(tools),
-        snapshots: Arc::new(NoSnapshots),
-        clock: Arc::new(SystemClock),
-        sleeper: Arc::new(TokioSleeper),
-        agents,
-        settings: RuntimeSettings {
-            compaction: Default::default(),
-            continue_loop_on_deny: false,
-            output_token_max: session_core::OUTPUT_TOKEN_MAX,
-            default_model: ModelRef { provider_id: "scripted".into(), model_id: "any".into(), variant: None },
-            worktree: project.clone(),
-            instructions: None,
-        },
-    });
+    let default_model = ModelRef { provider_id: "scripted".into(), model_id: "any".into(), variant: None };
+    let runtime =
+        Runtime::builder(store.clone(), Arc::new(tools), RuntimeSettings::new(default_model, &project))
+            .models(Arc::new(models))
+            .build();
 
     let session = runtime.create_session(None).await?;
     let mut events = runtime.bus().subscribe();

@@ -1,6 +1,6 @@
 //! The async engine of the session runtime.
 //!
-//! The engine ([`Runtime`], built from [`RuntimeParts`]) wires the provider, the store and the
+//! The engine ([`Runtime`], built with [`Runtime::builder`]) wires the provider, the store and the
 //! tools around session-core's processor and runs the agent loop of SPEC 12: one assistant
 //! message per step, retries on the same message (SPEC 7; never a replay after a tool started:
 //! the run stops with the retry-unsafe error), abort with SPEC 8's cleanup, compaction with
@@ -22,9 +22,14 @@
 //! tool execution and permissions session-tools'. Reading the process environment and
 //! presenting events (a terminal, HTTP) are the binary's.
 
+mod compose;
 mod config;
 mod engine;
 
+pub use compose::{
+    Assembled, ComposeError, ConfiguredModels, ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels,
+    assemble, configured_agents, open_store,
+};
 pub use config::{
     AgentConfig, AgentMode, ApiKind, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
     CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig,
@@ -34,7 +39,7 @@ pub use config::{
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES,
-    ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime, RuntimeError, RuntimeParts,
+    ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime, RuntimeError,
     RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus, Sleeper,
     Snapshotter, SplitMix, SystemClock, TokioSleeper, environment_prompt, missing_output_error,
     parse_model_ref, random_entropy, utc_date,

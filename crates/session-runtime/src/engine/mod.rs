@@ -18,9 +18,8 @@ pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_pr
 pub use bus::{Bus, BusEvent};
 pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entropy};
 pub use error::RuntimeError;
-pub use runtime::{
-    ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeParts, RuntimeSettings, parse_model_ref,
-};
+pub(crate) use runtime::RuntimeParts;
+pub use runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, parse_model_ref};
 pub use snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, NoSnapshots, Snapshotter};
 pub use status::SessionStatus;
 pub use structured::{STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, missing_output_error};

@@ -82,23 +82,23 @@ pub struct PromptInput {
 }
 
 /// The handles a runtime is built from; no globals, nothing read from the environment.
-pub struct RuntimeParts {
+pub(crate) struct RuntimeParts {
     /// Sessions, messages and parts.
-    pub store: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn Store>,
     /// Providers and the catalog.
-    pub models: Arc<dyn ModelSource>,
+    pub(crate) models: Arc<dyn ModelSource>,
     /// Tool execution (with its permission engine).
-    pub tools: Arc<ToolExecutor>,
+    pub(crate) tools: Arc<ToolExecutor>,
     /// Working-tree snapshots.
-    pub snapshots: Arc<dyn Snapshotter>,
+    pub(crate) snapshots: Arc<dyn Snapshotter>,
     /// The clock.
-    pub clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     /// The sleeper used for retry backoff.
-    pub sleeper: Arc<dyn Sleeper>,
+    pub(crate) sleeper: Arc<dyn Sleeper>,
     /// Agents by name (at least `build`).
-    pub agents: BTreeMap<String, Agent>,
+    pub(crate) agents: BTreeMap<String, Agent>,
     /// Loop settings.
-    pub settings: RuntimeSettings,
+    pub(crate) settings: RuntimeSettings,
 }
 
 /// The engine: runs prompts through the agent loop.
@@ -123,8 +123,8 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime over `parts`.
-    pub fn new(parts: RuntimeParts) -> Self {
+    /// A runtime over `parts`; [`Runtime::builder`] is the public way to make one.
+    pub(crate) fn new(parts: RuntimeParts) -> Self {
         let entropy = random_entropy(parts.clock.now_ms());
         Self {
             store: parts.store,

@@ -16,8 +16,8 @@ use session_core::{
 };
 use session_llm::{Api, CatalogModel, LlmError, LlmRequest, LlmStream, Provider};
 use session_runtime::{
-    Agent, BusEvent, ModelSource, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeParts,
-    RuntimeSettings, SessionStatus, Sleeper, Snapshotter, SystemClock,
+    Agent, BusEvent, ModelSource, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeSettings,
+    SessionStatus, Sleeper, Snapshotter,
 };
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{
@@ -166,23 +166,17 @@ async fn harness(
     build.steps = steps;
     let mut agents = BTreeMap::new();
     agents.insert("build".to_owned(), build);
-    let runtime = Runtime::new(RuntimeParts {
-        store: store.clone(),
-        models: Arc::new(Models { provider: provider.clone(), limit }),
-        tools,
-        snapshots: snapshotter,
-        clock: Arc::new(SystemClock),
-        sleeper: sleeper.clone(),
-        agents,
-        settings: RuntimeSettings {
-            compaction: Default::default(),
-            continue_loop_on_deny: false,
-            output_token_max: 32_000,
-            default_model: ModelRef { provider_id: "test".into(), model_id: "m".into(), variant: None },
-            worktree: work.clone(),
-            instructions: None,
-        },
-    });
+    let mut settings = RuntimeSettings::new(
+        ModelRef { provider_id: "test".into(), model_id: "m".into(), variant: None },
+        work.clone(),
+    );
+    settings.output_token_max = 32_000;
+    let runtime = Runtime::builder(store.clone(), tools, settings)
+        .models(Arc::new(Models { provider: provider.clone(), limit }))
+        .snapshots(snapshotter)
+        .sleeper(sleeper.clone())
+        .agents(agents)
+        .build();
     Harness { runtime, provider, sleeper, asker, store, _dir: dir, work }
 }
 

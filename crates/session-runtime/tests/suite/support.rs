@@ -15,8 +15,8 @@ use session_core::{
 };
 use session_llm::{Api, CatalogModel, HttpProvider, Provider, ReqwestTransport};
 use session_runtime::{
-    Agent, Clock, ModelSource, NoSnapshots, ProviderEntry, Runtime, RuntimeParts, RuntimeSettings, Sleeper,
-    Snapshotter, SystemClock,
+    Agent, Clock, ModelSource, NoSnapshots, ProviderEntry, Runtime, RuntimeSettings, Sleeper, Snapshotter,
+    SystemClock,
 };
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_testkit::TestServer;
@@ -194,27 +194,19 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
     build.steps = setup.steps;
     let mut agents = BTreeMap::new();
     agents.insert("build".to_owned(), build);
-    let runtime = Runtime::new(RuntimeParts {
-        store: store.clone(),
-        models: Arc::new(Models { provider: setup.provider, limit: setup.limit }),
-        tools,
-        snapshots,
-        clock: setup.clock,
-        sleeper: sleeper.clone(),
-        agents,
-        settings: RuntimeSettings {
-            compaction: Default::default(),
-            continue_loop_on_deny: setup.continue_loop_on_deny,
-            output_token_max: 32_000,
-            default_model: ModelRef {
-                provider_id: PROVIDER.into(),
-                model_id: "mock-model".into(),
-                variant: None,
-            },
-            worktree: work.clone(),
-            instructions: None,
-        },
-    });
+    let mut settings = RuntimeSettings::new(
+        ModelRef { provider_id: PROVIDER.into(), model_id: "mock-model".into(), variant: None },
+        work.clone(),
+    );
+    settings.continue_loop_on_deny = setup.continue_loop_on_deny;
+    settings.output_token_max = 32_000;
+    let runtime = Runtime::builder(store.clone(), tools, settings)
+        .models(Arc::new(Models { provider: setup.provider, limit: setup.limit }))
+        .snapshots(snapshots)
+        .clock(setup.clock)
+        .sleeper(sleeper.clone())
+        .agents(agents)
+        .build();
     Rig { runtime, store, sleeper, asker, work, _dir: None }
 }
 

@@ -1,12 +1,16 @@
-//! Providers and models from the catalog and the configuration, for `session run`.
+//! Model sources: providers and models from the catalog with the configuration laid over it
+//! (the HTTP providers `session run` and `session serve` call), and a fixed table for
+//! embedders and tests that bring their own provider clients.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
 use session_llm::{Api, Catalog, CatalogModel, HttpProvider, HttpTransport, ReqwestTransport, StreamLimits};
-use session_runtime::{ApiKind, Config, ModelSource, ProviderEntry, Timeout};
+
+use super::ComposeError;
+use crate::config::{ApiKind, Config, Timeout};
+use crate::engine::{ModelSource, ProviderEntry};
 
 /// Key variables by wire format, used when neither the catalog nor the config names one.
 fn default_key_vars(api: Api) -> &'static [&'static str] {
@@ -72,25 +76,23 @@ impl ConfiguredModels {
         config: Config,
         env: HashMap<String, String>,
         base_url_override: Option<(String, String)>,
-    ) -> Result<Self> {
+    ) -> Result<Self, ComposeError> {
         let transport: Arc<dyn HttpTransport> = Arc::new(ReqwestTransport::new()?);
         Ok(Self { catalog, config, env, base_url_override, transport })
     }
 
     /// Resolves a provider, or says clearly why it cannot be used.
-    pub fn resolve_provider(&self, id: &str) -> Result<ResolvedProvider> {
+    pub fn resolve_provider(&self, id: &str) -> Result<ResolvedProvider, ComposeError> {
         let listed = self.catalog.provider(id);
         let configured = self.config.provider.get(id);
         if listed.is_none() && configured.is_none() {
-            bail!(
-                "unknown provider {id:?}: it is not in the model catalog; add provider.{id} to your config"
-            );
+            return Err(ComposeError::UnknownProvider(id.to_owned()));
         }
         let npm = configured
             .and_then(|p| p.npm.clone())
             .or_else(|| listed.and_then(|p| p.npm.clone()))
             .unwrap_or_else(|| session_llm::OPENAI_COMPATIBLE_NPM.to_owned());
-        let api = api_of(session_runtime::api_kind(id, &npm)?);
+        let api = api_of(crate::config::api_kind(id, &npm)?);
         let base_url = match &self.base_url_override {
             Some((provider, url)) if provider == id => url.clone(),
             _ => configured
@@ -150,6 +152,49 @@ fn stream_limits(chunk_timeout: Option<Timeout>) -> StreamLimits {
         Some(Timeout::Disabled) => Duration::from_secs(u64::from(u32::MAX)),
     };
     StreamLimits { idle_timeout, ..StreamLimits::default() }
+}
+
+/// A fixed table of providers and models: for embedders and tests whose provider clients are
+/// their own (a scripted model, a test double). A provider listed without models answers
+/// every model id with an unknown model (no limits, no prices).
+#[derive(Debug, Clone, Default)]
+pub struct StaticModels {
+    providers: HashMap<String, (ProviderEntry, HashMap<String, CatalogModel>)>,
+}
+
+impl StaticModels {
+    /// An empty table: every provider unknown (a runtime that never calls a model).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the provider `id` served by `entry`.
+    pub fn with_provider(mut self, id: impl Into<String>, entry: ProviderEntry) -> Self {
+        self.providers.insert(id.into(), (entry, HashMap::new()));
+        self
+    }
+
+    /// Adds `model` (looked up by `model_id`) to the provider `provider_id` added before.
+    pub fn with_model(mut self, provider_id: &str, model_id: impl Into<String>, model: CatalogModel) -> Self {
+        if let Some((_, models)) = self.providers.get_mut(provider_id) {
+            models.insert(model_id.into(), model);
+        }
+        self
+    }
+}
+
+impl ModelSource for StaticModels {
+    fn provider(&self, provider_id: &str) -> Option<ProviderEntry> {
+        self.providers.get(provider_id).map(|(entry, _)| entry.clone())
+    }
+
+    fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel> {
+        let (_, models) = self.providers.get(provider_id)?;
+        if models.is_empty() {
+            return Some(CatalogModel::unknown(model_id));
+        }
+        models.get(model_id).cloned()
+    }
 }
 
 impl ModelSource for ConfiguredModels {

@@ -1,0 +1,19 @@
+//! Composition: everything an embedder would otherwise write as glue. [`Runtime::builder`]
+//! (the one constructor), model sources ([`ConfiguredModels`] from the catalog, the config and
+//! an injected environment; [`StaticModels`] for clients of one's own), the agents a config
+//! defines, and [`assemble`], which turns a project folder and an environment into a ready
+//! runtime.
+//!
+//! [`Runtime::builder`]: crate::Runtime::builder
+
+mod agents;
+mod builder;
+mod error;
+mod models;
+mod setup;
+
+pub use agents::configured_agents;
+pub use builder::RuntimeBuilder;
+pub use error::ComposeError;
+pub use models::{ConfiguredModels, ResolvedProvider, StaticModels};
+pub use setup::{Assembled, RuntimeSetup, assemble, open_store};

@@ -1,0 +1,156 @@
+//! A runtime from a project folder, the user's folders and an environment map: the
+//! configuration layers, the default model, the store, the tools, snapshots and agents. This is
+//! what `session run` and `session serve` build; an embedder with its own config does the same
+//! with one call.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use session_core::ModelRef;
+use session_llm::Catalog;
+use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
+use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry};
+
+use super::ComposeError;
+use super::agents::configured_agents;
+use super::models::ConfiguredModels;
+use crate::config::{ConfigWarning, FsResolver, discover_in, load, user_config_dir};
+use crate::engine::{GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
+
+/// Where and how to build a runtime: the project, the user's folders, the model and store.
+#[derive(Debug, Clone)]
+pub struct RuntimeSetup {
+    /// The working directory (the workspace).
+    pub cwd: PathBuf,
+    /// The user's home.
+    pub home: Option<PathBuf>,
+    /// Where data lives (the SQLite file, snapshots).
+    pub data_dir: PathBuf,
+    /// The environment, for config substitutions and API keys.
+    pub env: HashMap<String, String>,
+    /// The default model as provider/model (else the config's `model`).
+    pub model: Option<String>,
+    /// A base URL for the default model's provider.
+    pub base_url: Option<String>,
+    /// A PostgreSQL URL overriding the config's `database`.
+    pub db: Option<String>,
+    /// Lease time and other store settings.
+    pub store_options: StoreOptions,
+}
+
+/// A runtime ready for prompts, with the handles around it.
+pub struct Assembled {
+    /// The engine.
+    pub runtime: Arc<Runtime>,
+    /// Its store.
+    pub store: Arc<dyn Store>,
+    /// Its permission engine (asks wait here for replies).
+    pub permissions: Arc<PermissionEngine>,
+    /// The default model.
+    pub model: ModelRef,
+    /// The database setting in effect (`--db`, else the config's `database`; none: SQLite).
+    pub database: Option<String>,
+    /// What the configuration had that was ignored (unknown keys), for the user to see.
+    pub warnings: Vec<ConfigWarning>,
+}
+
+impl std::fmt::Debug for Assembled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Assembled").field("model", &self.model).finish_non_exhaustive()
+    }
+}
+
+/// Opens the store `database` names (a PostgreSQL URL), or the embedded SQLite file in
+/// `data_dir`.
+pub async fn open_store(
+    database: Option<&str>,
+    data_dir: &Path,
+    options: StoreOptions,
+) -> Result<Arc<dyn Store>, ComposeError> {
+    let config = match database {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            DatabaseConfig::Postgres(PgConfig::new(url))
+        }
+        Some(other) => return Err(ComposeError::NotPostgres(other.to_owned())),
+        None => DatabaseConfig::Sqlite(SqliteConfig::new(data_dir.join("session.db"))),
+    };
+    session_store::open(&config, options).await.map_err(ComposeError::Store)
+}
+
+/// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
+/// permission asks, snapshots and agents.
+pub async fn assemble(
+    setup: &RuntimeSetup,
+    asker: Arc<dyn PermissionAsker>,
+) -> Result<Assembled, ComposeError> {
+    // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
+    let user_dir = setup
+        .env
+        .get("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| PathBuf::from(dir).join("session"))
+        .or_else(|| setup.home.as_deref().map(user_config_dir));
+    let sources =
+        discover_in(&setup.cwd, user_dir.as_deref(), setup.env.get("SESSION_CONFIG").map(PathBuf::from));
+    let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
+    let loaded = load(&sources, &resolver)?;
+    let config = loaded.config;
+    let reference = setup.model.clone().or_else(|| config.model.clone()).ok_or(ComposeError::NoModel)?;
+    let model = parse_model_ref(&reference).ok_or_else(|| ComposeError::BadModelRef(reference.clone()))?;
+    let base_url = setup.base_url.clone().map(|url| (model.provider_id.clone(), url));
+    let models = ConfiguredModels::new(Catalog::embedded()?, config.clone(), setup.env.clone(), base_url)?;
+    let provider = models.resolve_provider(&model.provider_id)?;
+    if provider.api_key.is_none() && !provider.is_local() {
+        return Err(ComposeError::NoApiKey { provider: provider.id, vars: provider.key_vars.join(" or ") });
+    }
+    if models.resolve_model(&model.provider_id, &model.model_id).is_none() {
+        return Err(ComposeError::UnknownModel { reference, provider: model.provider_id.clone() });
+    }
+
+    std::fs::create_dir_all(&setup.data_dir)
+        .map_err(|source| ComposeError::DataDir { path: setup.data_dir.display().to_string(), source })?;
+    let store = open_store(
+        setup.db.as_deref().or(config.database.as_deref()),
+        &setup.data_dir,
+        setup.store_options.clone(),
+    )
+    .await?;
+    let permissions = Arc::new(PermissionEngine::new(asker));
+    let workspace = Workspace::new(&setup.cwd)?;
+    let workspace = match &setup.home {
+        Some(home) => workspace.with_home(home),
+        None => workspace,
+    };
+    let tools = Arc::new(
+        ToolExecutor::new(builtin_registry()?, workspace, permissions.clone())
+            .with_continue_loop_on_deny(config.continue_loop_on_deny()),
+    );
+    let snapshots: Arc<dyn Snapshotter> = match config.snapshot_enabled() {
+        true => match GitSnapshotter::open(&setup.cwd, &setup.data_dir).await {
+            Some(git) => Arc::new(git),
+            None => Arc::new(NoSnapshots),
+        },
+        false => Arc::new(NoSnapshots),
+    };
+    let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
+    let agents = configured_agents(&config, home.as_deref())?;
+    let mut settings = RuntimeSettings::new(model.clone(), setup.cwd.clone());
+    settings.compaction = config.compaction.clone();
+    settings.continue_loop_on_deny = config.continue_loop_on_deny();
+    settings.instructions = std::fs::read_to_string(setup.cwd.join("AGENTS.md")).ok();
+    let runtime = Runtime::builder(store.clone(), tools, settings)
+        .models(Arc::new(models))
+        .snapshots(snapshots)
+        .agents(agents)
+        .build();
+    let database = setup.db.clone().or_else(|| config.database.clone()).filter(|d| !d.trim().is_empty());
+    Ok(Assembled {
+        runtime: Arc::new(runtime),
+        store,
+        permissions,
+        model,
+        database,
+        warnings: loaded.warnings,
+    })
+}
