@@ -42,6 +42,7 @@ mod error;
 mod gemini;
 mod openai_chat;
 mod openai_responses;
+mod parser;
 mod provider;
 mod request;
 mod scripted;
@@ -53,11 +54,12 @@ pub use anthropic::{ANTHROPIC_VERSION, AnthropicParser};
 pub use catalog::{
     Catalog, CatalogError, CatalogModel, CatalogProvider, OPENAI_COMPATIBLE_NPM, split_model_ref,
 };
-pub use decode::{Api, EventDecoder, Replay, StreamParser, UnknownApi, replay};
+pub use decode::{Api, EventDecoder, Replay, UnknownApi, replay};
 pub use error::{ApiError, LlmError, TransportError, api_failure};
 pub use gemini::GeminiParser;
 pub use openai_chat::ChatParser;
 pub use openai_responses::ResponsesParser;
+pub use parser::StreamParser;
 pub use provider::{
     HttpProvider, Provider, ProviderConfig, build_request, call, default_base_url, http_request,
     package_base_url,

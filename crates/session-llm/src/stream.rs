@@ -15,7 +15,8 @@ use session_core::LlmEvent;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::decode::{Api, StreamParser};
+use crate::decode::Api;
+use crate::parser::StreamParser;
 use crate::error::{LlmError, TransportError};
 use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent};
 
