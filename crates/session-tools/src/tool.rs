@@ -26,6 +26,41 @@ pub trait Tool: Send + Sync {
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
 }
 
+/// A built-in tool written against its typed arguments: the blanket [`Tool`] implementation
+/// supplies the name, the description, the schema (from [`schema_for`]) and the parsing of
+/// the validated arguments.
+#[async_trait]
+pub(crate) trait TypedTool: Send + Sync {
+    /// The name the model calls the tool by.
+    const NAME: &'static str;
+    /// What the tool does, for the model.
+    const DESCRIPTION: &'static str;
+    /// The arguments; their schema is what the model sees.
+    type Input: DeserializeOwned + JsonSchema + Send;
+    /// Runs one call with parsed arguments.
+    async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
+}
+
+#[async_trait]
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+
+    fn description(&self) -> &str {
+        T::DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        schema_for::<T::Input>()
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let input = parse_args(T::NAME, args)?;
+        self.run(input, ctx).await
+    }
+}
+
 /// What a successful call produced (`{output, title, metadata, attachments?}`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolResult {

@@ -14,7 +14,7 @@ use session_core::{FilePart, JsonObject};
 use super::{blocking, cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolResult, TypedTool};
 
 const NAME: &str = "read";
 const DEFAULT_READ_LIMIT: u64 = 2000;
@@ -33,7 +33,7 @@ attachments; other binary files cannot be read. Reading a directory lists its en
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// The absolute path to the file or directory to read
     file_path: String,
     /// The line number to start reading from (1-indexed)
@@ -49,21 +49,12 @@ struct ReadArgs {
 pub struct ReadTool;
 
 #[async_trait]
-impl Tool for ReadTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for ReadTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = ReadArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<ReadArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: ReadArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
         let resolved = ctx.workspace().resolve(&args.file_path)?;
         let path = resolved.path.clone();
         let shown = path.to_string_lossy().into_owned();
