@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use session_llm::{Api, Catalog, CatalogModel, HttpProvider, HttpTransport, ReqwestTransport, StreamLimits};
-use session_runtime::{ApiKind, Config, ModelSource, ProviderEntry, Timeout};
+use session_runtime::{Config, ModelSource, ProviderEntry, Timeout};
 
 /// Key variables by wire format, used when neither the catalog nor the config names one.
 fn default_key_vars(api: Api) -> &'static [&'static str] {
@@ -14,15 +14,6 @@ fn default_key_vars(api: Api) -> &'static [&'static str] {
         Api::OpenAiChat | Api::OpenAiResponses => &["OPENAI_API_KEY"],
         Api::Anthropic => &["ANTHROPIC_API_KEY"],
         Api::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-    }
-}
-
-fn api_of(kind: ApiKind) -> Api {
-    match kind {
-        ApiKind::OpenAiChat => Api::OpenAiChat,
-        ApiKind::OpenAiResponses => Api::OpenAiResponses,
-        ApiKind::Anthropic => Api::Anthropic,
-        ApiKind::Gemini => Api::Gemini,
     }
 }
 
@@ -90,7 +81,7 @@ impl ConfiguredModels {
             .and_then(|p| p.npm.clone())
             .or_else(|| listed.and_then(|p| p.npm.clone()))
             .unwrap_or_else(|| session_llm::OPENAI_COMPATIBLE_NPM.to_owned());
-        let api = api_of(session_runtime::api_kind(id, &npm)?);
+        let api = session_runtime::api_for_package(id, &npm)?;
         let base_url = match &self.base_url_override {
             Some((provider, url)) if provider == id => url.clone(),
             _ => configured
@@ -158,7 +149,7 @@ impl ModelSource for ConfiguredModels {
         let retry = self.config.provider.get(provider_id).and_then(|p| p.options.retry.clone());
         let chunk_timeout = self.config.provider.get(provider_id).and_then(|p| p.options.chunk_timeout);
         let client = HttpProvider::new(
-            session_llm::ProviderConfig {
+            session_llm::ProviderEndpoint {
                 provider_id: resolved.id.clone(),
                 api: resolved.api,
                 base_url: resolved.base_url.clone(),

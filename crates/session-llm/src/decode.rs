@@ -41,6 +41,23 @@ impl Api {
         }
     }
 
+    /// The AI SDK `npm` packages an adapter here speaks, with their format: the one table
+    /// from a configured or catalogued package name to a wire format.
+    pub const PACKAGES: [(&'static str, Api); 7] = [
+        ("@ai-sdk/openai-compatible", Api::OpenAiChat),
+        ("@ai-sdk/groq", Api::OpenAiChat),
+        ("@ai-sdk/xai", Api::OpenAiChat),
+        ("@openrouter/ai-sdk-provider", Api::OpenAiChat),
+        ("@ai-sdk/openai", Api::OpenAiResponses),
+        ("@ai-sdk/anthropic", Api::Anthropic),
+        ("@ai-sdk/google", Api::Gemini),
+    ];
+
+    /// The format an `npm` package name stands for (names are exact), if an adapter speaks it.
+    pub fn from_npm(package: &str) -> Option<Self> {
+        Self::PACKAGES.iter().find(|(name, _)| *name == package).map(|(_, api)| *api)
+    }
+
     /// A fresh stream parser for this format.
     pub fn parser(self) -> Box<dyn StreamParser> {
         match self {

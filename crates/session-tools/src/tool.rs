@@ -23,7 +23,7 @@ pub trait Tool: Send + Sync {
     /// The JSON schema of the arguments (an object schema).
     fn parameters(&self) -> Value;
     /// Runs one call with validated arguments.
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolSuccess, ToolError>;
 }
 
 /// A built-in tool written against its typed arguments: the blanket [`Tool`] implementation
@@ -38,7 +38,7 @@ pub(crate) trait TypedTool: Send + Sync {
     /// The arguments; their schema is what the model sees.
     type Input: DeserializeOwned + JsonSchema + Send;
     /// Runs one call with parsed arguments.
-    async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
+    async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<ToolSuccess, ToolError>;
 }
 
 #[async_trait]
@@ -55,7 +55,7 @@ impl<T: TypedTool> Tool for T {
         schema_for::<T::Input>()
     }
 
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let input = parse_args(T::NAME, args)?;
         self.run(input, ctx).await
     }
@@ -63,7 +63,7 @@ impl<T: TypedTool> Tool for T {
 
 /// What a successful call produced (`{output, title, metadata, attachments?}`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolResult {
+pub struct ToolSuccess {
     /// A short title for the part.
     pub title: String,
     /// The text the model reads.
@@ -74,7 +74,7 @@ pub struct ToolResult {
     pub attachments: Vec<FilePart>,
 }
 
-impl ToolResult {
+impl ToolSuccess {
     /// A result with a title, an output and metadata, and no attachments.
     pub fn new(title: impl Into<String>, output: impl Into<String>, metadata: JsonObject) -> Self {
         Self { title: title.into(), output: output.into(), metadata, attachments: Vec::new() }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use session_core::{CompactionConfig, ModelCost, ModelLimit, RetryConfig, Ruleset, rules_from_config};
 
-use super::api_kind::{ApiKind, api_kind};
+use session_llm::Api;
+
+use super::package::api_for_package;
 use super::error::ConfigError;
 
 /// The whole configuration, after layering.
@@ -83,7 +85,7 @@ pub struct ExperimentalConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, expecting = "an object")]
 pub struct ProviderConfig {
-    /// The AI SDK package OpenCode would load; it picks the wire API ([`ProviderConfig::api_kind`]).
+    /// The AI SDK package OpenCode would load; it picks the wire API ([`ProviderConfig::api`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub npm: Option<String>,
     /// Display name.
@@ -105,8 +107,8 @@ pub struct ProviderConfig {
 
 impl ProviderConfig {
     /// The wire API named by `npm`; `None` when `npm` is unset (the catalog then decides).
-    pub fn api_kind(&self, provider: &str) -> Result<Option<ApiKind>, ConfigError> {
-        self.npm.as_deref().map(|package| api_kind(provider, package)).transpose()
+    pub fn api(&self, provider: &str) -> Result<Option<Api>, ConfigError> {
+        self.npm.as_deref().map(|package| api_for_package(provider, package)).transpose()
     }
 
     /// The base URL: `options.baseURL`, else `api`.

@@ -15,9 +15,9 @@ use session_core::{
     select_tail, summary_message, summary_prompt, summary_request, tail_turns, to_model_messages,
     too_large_error, usable,
 };
-use session_llm::{CatalogModel, LlmRequest, Provider, ProviderOptions, ToolChoice, ToolSpec};
+use session_llm::{CatalogModel, LlmRequest, Provider, RequestOptions, ToolChoice, ToolSpec};
 use session_store::{NewSession, PartDelta, Session, Store, StoreError, WriteBatch};
-use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolCall, ToolExecutor};
+use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolInvocation, ToolExecutor};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -599,7 +599,7 @@ impl Runtime {
                 .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
                 .collect();
             let mut system = vec![agent.prompt.clone(), self.environment()];
-            let mut options = ProviderOptions::default();
+            let mut options = RequestOptions::default();
             if let Some(structured) = &structured {
                 tools.push(structured.tool());
                 system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());
@@ -838,7 +838,7 @@ impl Runtime {
                 self.settings.output_token_max,
             ))
             .ok(),
-            options: ProviderOptions::default(),
+            options: RequestOptions::default(),
             cancel: cancel.child_token(),
         };
         let processor = Processor::new(
@@ -1167,7 +1167,7 @@ impl Runtime {
                     context.structured.map(|structured| Input::Event(structured.capture(call_id, input)))
                 }
                 Effect::ExecuteTool { call_id, tool, input, .. } => {
-                    let call = ToolCall { call_id, tool, input };
+                    let call = ToolInvocation { call_id, tool, input };
                     tracker.spawn(self.tools.clone(), call, scope.clone());
                     None
                 }

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use super::{cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "bash";
 /// The timeout when the call gives none (2 minutes).
@@ -241,7 +241,7 @@ impl TypedTool for BashTool {
     const DESCRIPTION: &'static str = DESCRIPTION;
     type Input = BashArgs;
 
-    async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let workdir =
             ctx.resolve_path(args.workdir.as_deref().unwrap_or(""), PathKind::Directory).await?.path;
         let commands = split_commands(&args.command);
@@ -282,7 +282,7 @@ impl TypedTool for BashTool {
 }
 
 impl BashTool {
-    async fn run(&self, args: &BashArgs, workdir: &Path, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: &BashArgs, workdir: &Path, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
         let description = Value::String(args.description.clone());
         let mut child = tokio::process::Command::new(&self.shell)
@@ -413,7 +413,7 @@ impl BashTool {
         if aborted {
             metadata.insert("aborted".into(), Value::Bool(true));
         }
-        Ok(ToolResult::new(args.description.clone(), output, metadata))
+        Ok(ToolSuccess::new(args.description.clone(), output, metadata))
     }
 }
 

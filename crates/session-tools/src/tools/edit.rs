@@ -13,7 +13,7 @@ use similar::{ChangeTag, TextDiff};
 use super::object;
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "edit";
 
@@ -94,7 +94,7 @@ impl TypedTool for EditTool {
     const DESCRIPTION: &'static str = DESCRIPTION;
     type Input = EditArgs;
 
-    async fn run(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         if args.old_string == args.new_string {
             return Err(ToolError::EditNoChange);
         }
@@ -156,6 +156,6 @@ impl TypedTool for EditTool {
             ("filediff", filediff_json(&shown, &file_diff)),
         ]);
         ctx.metadata(None, Some(metadata.clone()));
-        Ok(ToolResult::new(relative, "Edit applied successfully.", metadata))
+        Ok(ToolSuccess::new(relative, "Edit applied successfully.", metadata))
     }
 }

@@ -11,7 +11,7 @@ use super::search::{RESULT_LIMIT, collect, overrides, walker};
 use super::{blocking, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "glob";
 
@@ -37,7 +37,7 @@ impl TypedTool for GlobTool {
     const DESCRIPTION: &'static str = DESCRIPTION;
     type Input = GlobArgs;
 
-    async fn run(&self, args: GlobArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: GlobArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.resolve_path(args.path.as_deref().unwrap_or(""), PathKind::Directory).await?;
         ctx.ask_for(
             NAME,
@@ -80,7 +80,7 @@ impl TypedTool for GlobTool {
                     "(Results are truncated: showing first {RESULT_LIMIT} results. Consider using a more specific path or pattern.)"
                 ));
             }
-            Ok(ToolResult::new(
+            Ok(ToolSuccess::new(
                 title,
                 lines.join("\n"),
                 object([("count", Value::from(files.len())), ("truncated", Value::Bool(truncated))]),

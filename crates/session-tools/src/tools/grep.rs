@@ -16,7 +16,7 @@ use super::search::{RESULT_LIMIT, collect, contained_target, overrides, walker};
 use super::{blocking, cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "grep";
 
@@ -76,7 +76,7 @@ impl TypedTool for GrepTool {
     const DESCRIPTION: &'static str = DESCRIPTION;
     type Input = GrepArgs;
 
-    async fn run(&self, args: GrepArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: GrepArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         if args.pattern.is_empty() {
             return Err(ToolError::invalid("pattern is required"));
         }
@@ -136,7 +136,7 @@ impl TypedTool for GrepTool {
         })
         .await?;
         if hits.is_empty() {
-            return Ok(ToolResult::new(
+            return Ok(ToolSuccess::new(
                 pattern,
                 "No files found",
                 object([("matches", Value::from(0)), ("truncated", Value::Bool(false))]),
@@ -163,7 +163,7 @@ impl TypedTool for GrepTool {
             output.push(String::new());
             output.push("(Results truncated. Consider using a more specific path or pattern.)".into());
         }
-        Ok(ToolResult::new(
+        Ok(ToolSuccess::new(
             pattern,
             output.join("\n"),
             object([("matches", Value::from(hits.len())), ("truncated", Value::Bool(truncated))]),

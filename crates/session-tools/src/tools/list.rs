@@ -12,7 +12,7 @@ use super::search::{RESULT_LIMIT, collect, overrides, walker};
 use super::{blocking, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "list";
 
@@ -94,7 +94,7 @@ impl TypedTool for ListTool {
     const DESCRIPTION: &'static str = DESCRIPTION;
     type Input = ListArgs;
 
-    async fn run(&self, args: ListArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: ListArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.resolve_path(args.path.as_deref().unwrap_or(""), PathKind::Directory).await?;
         let search = resolved.path.clone();
         let shown = search.to_string_lossy().into_owned();
@@ -144,7 +144,7 @@ impl TypedTool for ListTool {
                     "\n(Results are truncated: showing first {RESULT_LIMIT} files. Use a more specific path.)\n"
                 ));
             }
-            Ok(ToolResult::new(
+            Ok(ToolSuccess::new(
                 title,
                 output,
                 object([("count", Value::from(files.len())), ("truncated", Value::Bool(truncated))]),

@@ -14,7 +14,7 @@ use session_core::{FilePart, JsonObject};
 use super::{blocking, cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "read";
 const DEFAULT_READ_LIMIT: u64 = 2000;
@@ -54,7 +54,7 @@ impl TypedTool for ReadTool {
     const DESCRIPTION: &'static str = DESCRIPTION;
     type Input = ReadArgs;
 
-    async fn run(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.workspace().resolve(&args.file_path)?;
         let path = resolved.path.clone();
         let shown = path.to_string_lossy().into_owned();
@@ -87,7 +87,7 @@ impl TypedTool for ReadTool {
                 if mime == "application/pdf" { "PDF read successfully" } else { "Image read successfully" };
             let url =
                 format!("data:{mime};base64,{}", base64::engine::general_purpose::STANDARD.encode(bytes));
-            let mut result = ToolResult::new(
+            let mut result = ToolSuccess::new(
                 title,
                 message,
                 object([
@@ -122,7 +122,7 @@ fn suggestions(path: &Path) -> Vec<String> {
     found
 }
 
-fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<ToolResult, ToolError> {
+fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<ToolSuccess, ToolError> {
     let shown = path.to_string_lossy().into_owned();
     let entries = std::fs::read_dir(path).map_err(|e| ToolError::io("list", &shown, e))?;
     let mut items: Vec<String> = entries
@@ -159,7 +159,7 @@ fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<T
     ]
     .join("\n");
     let preview = sliced.iter().take(20).map(|s| s.as_str()).collect::<Vec<_>>().join("\n");
-    Ok(ToolResult::new(
+    Ok(ToolSuccess::new(
         title,
         output,
         object([
@@ -227,7 +227,7 @@ fn read_lines(
     title: &str,
     offset: u64,
     limit: u64,
-) -> Result<ToolResult, ToolError> {
+) -> Result<ToolSuccess, ToolError> {
     let mut file = std::fs::File::open(path).map_err(|e| ToolError::io("read", shown, e))?;
     if is_binary(path, &mut file).map_err(|e| ToolError::io("read", shown, e))? {
         return Err(ToolError::BinaryFile { path: shown.to_owned() });
@@ -304,7 +304,7 @@ fn read_lines(
     }
     output.push_str("\n</content>");
     let preview = raw.iter().take(20).cloned().collect::<Vec<_>>().join("\n");
-    Ok(ToolResult::new(
+    Ok(ToolSuccess::new(
         title,
         output,
         object([

@@ -9,7 +9,7 @@ use super::object;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::todo::Todo;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const WRITE_DESCRIPTION: &str = "Creates and updates the structured task list of the current session. Use it to \
 plan multi-step work, track progress and show the user what is being done. Send the whole updated list every \
@@ -34,12 +34,12 @@ pub struct TodoWriteTool;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TodoReadTool;
 
-fn result(todos: &[Todo]) -> Result<ToolResult, ToolError> {
+fn result(todos: &[Todo]) -> Result<ToolSuccess, ToolError> {
     let open = todos.iter().filter(|todo| todo.status != "completed").count();
     let value = serde_json::to_value(todos).map_err(|e| ToolError::Failed { message: e.to_string() })?;
     let output =
         serde_json::to_string_pretty(&value).map_err(|e| ToolError::Failed { message: e.to_string() })?;
-    Ok(ToolResult::new(format!("{open} todos"), output, object([("todos", value)])))
+    Ok(ToolSuccess::new(format!("{open} todos"), output, object([("todos", value)])))
 }
 
 #[async_trait]
@@ -48,7 +48,7 @@ impl TypedTool for TodoWriteTool {
     const DESCRIPTION: &'static str = WRITE_DESCRIPTION;
     type Input = TodoWriteArgs;
 
-    async fn run(&self, args: TodoWriteArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: TodoWriteArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         ctx.ask_for(Self::NAME, vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
         ctx.todos().set(ctx.session_id(), args.todos.clone());
         result(&args.todos)
@@ -61,7 +61,7 @@ impl TypedTool for TodoReadTool {
     const DESCRIPTION: &'static str = READ_DESCRIPTION;
     type Input = TodoReadArgs;
 
-    async fn run(&self, _: TodoReadArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, _: TodoReadArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         ctx.ask_for(Self::NAME, vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
         result(&ctx.todos().get(ctx.session_id()))
     }

@@ -10,7 +10,7 @@ use super::edit::{diff, filediff_json};
 use super::object;
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{ToolResult, TypedTool};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "write";
 
@@ -37,7 +37,7 @@ impl TypedTool for WriteTool {
     const DESCRIPTION: &'static str = DESCRIPTION;
     type Input = WriteArgs;
 
-    async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.resolve_path(&args.file_path, PathKind::File).await?;
         let path = resolved.path.clone();
         let shown = path.to_string_lossy().into_owned();
@@ -71,7 +71,7 @@ impl TypedTool for WriteTool {
         tokio::fs::write(&path, args.content.as_bytes())
             .await
             .map_err(|e| ToolError::io("write", &shown, e))?;
-        Ok(ToolResult::new(
+        Ok(ToolSuccess::new(
             relative,
             "Wrote file successfully.",
             object([
