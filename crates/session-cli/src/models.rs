@@ -118,10 +118,8 @@ impl ConfiguredModels {
             if let Some(limit) = &config.limit {
                 found.limit = limit.resolve(Some(&found.limit));
             }
-            if let Some(cost) = &config.cost
-                && let Ok(resolved) = cost.resolve(Some(&found.cost))
-            {
-                found.cost = resolved;
+            if let Some(cost) = &config.cost {
+                found.cost = cost.resolve(Some(&found.cost));
             }
             if let Some(id) = &config.id {
                 found.id.clone_from(id);

@@ -46,7 +46,7 @@ pub enum LlmError {
     },
     /// No bytes arrived for longer than the idle timeout. The text says "read timed out", as
     /// OpenCode's chunk timeout does, so that SPEC 7.2's timeout pattern retries it whatever
-    /// the number of milliseconds (before, only a number containing "500" made it retryable).
+    /// the number of milliseconds.
     #[error("SSE read timed out: no data from the provider for {} ms", .after.as_millis())]
     IdleTimeout {
         /// The configured idle timeout.

@@ -10,7 +10,7 @@
 //! lease ([`RuntimeError::LeasedElsewhere`]). Time and sleeping are injected ([`Clock`],
 //! [`Sleeper`]) so that backoff is tested without waiting.
 //!
-//! It also owns the configuration (module `config`, issue 4): the typed configuration with
+//! It also owns the configuration (module `config`): the typed configuration with
 //! OpenCode's keys, JSONC parsing, the three layers (user, project, `SESSION_CONFIG`) and their
 //! deep merge, `{env:VAR}` and `{file:path}` substitutions through an injected [`Resolver`],
 //! warnings for unknown keys, errors with key paths for wrong types, and the choice of wire API

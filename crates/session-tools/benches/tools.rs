@@ -5,9 +5,8 @@
 //! tree (neither side stops early). The `rg` side is skipped, with a note, when `rg` is not
 //! on the PATH.
 
-// criterion_group! generates public functions that cannot carry docs.
-#![allow(missing_docs)]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(missing_docs, reason = "criterion_group! generates public functions that cannot carry docs")]
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "a bench whose setup fails has nothing to measure")]
 
 use std::path::Path;
 use std::process::{Command, Stdio};
