@@ -55,7 +55,7 @@ pub use catalog::{
     Catalog, CatalogError, CatalogModel, CatalogProvider, OPENAI_COMPATIBLE_NPM, split_model_ref,
 };
 pub use decode::{Api, EventDecoder, Replay, UnknownApi, replay};
-pub use error::{ProviderApiError, LlmError, TransportError, api_failure};
+pub use error::{LlmError, ProviderApiError, TransportError, api_failure};
 pub use gemini::GeminiParser;
 pub use openai_chat::ChatParser;
 pub use openai_responses::ResponsesParser;

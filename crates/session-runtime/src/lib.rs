@@ -26,11 +26,10 @@ mod config;
 mod engine;
 
 pub use config::{
-    AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
-    CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver,
-    TierConfig, Timeout, api_for_package, combine, discover, discover_in, load, merge, parse_layer, substitute,
-    user_config_dir,
+    AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
+    ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
+    PricesConfig, ProviderConfig, ProviderOptions, Resolver, TierConfig, Timeout, api_for_package, combine,
+    discover, discover_in, load, merge, parse_layer, substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HashEntropy, MAX_STEPS_TEXT,

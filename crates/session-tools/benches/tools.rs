@@ -5,8 +5,7 @@
 //! tree (neither side stops early). The `rg` side is skipped, with a note, when `rg` is not
 //! on the PATH.
 
-#![expect(missing_docs, reason = "criterion_group! generates public functions that cannot carry docs")]
-#![expect(clippy::unwrap_used, clippy::expect_used, reason = "a bench whose setup fails has nothing to measure")]
+#![expect(clippy::unwrap_used, reason = "a bench whose setup fails has nothing to measure")]
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -18,8 +17,8 @@ use criterion::{Criterion, Throughput};
 use serde_json::{Value, json};
 use session_core::{Action, JsonObject, MessageId, Rule, SessionId};
 use session_tools::{
-    CallScope, CallTracker, PermissionEngine, ProgressSink, ReplyLater, Tool, ToolInvocation, ToolContext,
-    ToolError, ToolExecutor, ToolSuccess, ToolUpdate, Workspace, builtin_registry,
+    CallScope, CallTracker, PermissionEngine, ProgressSink, ReplyLater, Tool, ToolContext, ToolError,
+    ToolExecutor, ToolInvocation, ToolSuccess, ToolUpdate, Workspace, builtin_registry,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -194,8 +193,10 @@ fn tracker(c: &mut Criterion, root: &Path, rt: &tokio::runtime::Runtime) {
                 let mut tracker = CallTracker::new();
                 for batch in 0..CALLS / 100 {
                     for n in 0..100 {
-                        let call =
-                            ToolInvocation { call_id: format!("c{batch}_{n}"), ..call("noop", json!({"n": n})) };
+                        let call = ToolInvocation {
+                            call_id: format!("c{batch}_{n}"),
+                            ..call("noop", json!({"n": n}))
+                        };
                         tracker.spawn(executor.clone(), call, scope.clone());
                     }
                     while let Some(update) = tracker.next().await {

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use session_core::{AgentPaths, BuiltinAgent, MessageId, PermissionAsk, SessionId, agent_ruleset};
 use session_tools::{
-    CallScope, CallTracker, PermissionAnswer, PermissionAsker, PermissionEngine, ToolInvocation, ToolExecutor,
-    ToolUpdate, Workspace, builtin_registry,
+    CallScope, CallTracker, PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor,
+    ToolInvocation, ToolUpdate, Workspace, builtin_registry,
 };
 use tokio_util::sync::CancellationToken;
 

@@ -37,7 +37,7 @@ mod workspace;
 
 pub use context::{ContextParts, PathKind, ProgressSink, ToolContext};
 pub use error::ToolError;
-pub use executor::{ABORT_GRACE, CallScope, ToolInvocation, ToolExecutor};
+pub use executor::{ABORT_GRACE, CallScope, ToolExecutor, ToolInvocation};
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
 pub use todo::{MemoryTodos, Todo, TodoStore};

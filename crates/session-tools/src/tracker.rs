@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::ProgressSink;
 use crate::error::ToolError;
-use crate::executor::{CallScope, ToolInvocation, ToolExecutor};
+use crate::executor::{CallScope, ToolExecutor, ToolInvocation};
 use crate::tool::ToolSuccess;
 
 /// The cleanup grace of SPEC 8: how long cleanup waits for calls still running.

@@ -2,7 +2,6 @@
 
 #![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "test helpers outside #[test] functions may unwrap: a failure there is a failed test"
 )]
 

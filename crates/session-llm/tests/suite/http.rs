@@ -17,7 +17,8 @@ use futures_util::StreamExt;
 use pretty_assertions::assert_eq;
 use session_core::LlmEvent;
 use session_llm::{
-    Api, HttpProvider, LlmError, LlmRequest, Provider, ProviderEndpoint, ReqwestTransport, StreamLimits, replay,
+    Api, HttpProvider, LlmError, LlmRequest, Provider, ProviderEndpoint, ReqwestTransport, StreamLimits,
+    replay,
 };
 use tokio_util::sync::CancellationToken;
 

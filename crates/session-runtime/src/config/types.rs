@@ -4,19 +4,19 @@ use std::fmt;
 use std::num::NonZeroU32;
 
 use indexmap::IndexMap;
+use rust_decimal::Decimal;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
-use rust_decimal::Decimal;
 use session_core::{
-    CONTEXT_TIER, CachePrices, CompactionConfig, CostTier, ModelCost, ModelLimit, Prices, RetryConfig, Ruleset,
-    TierBound, rules_from_config,
+    CONTEXT_TIER, CachePrices, CompactionConfig, CostTier, ModelCost, ModelLimit, Prices, RetryConfig,
+    Ruleset, TierBound, rules_from_config,
 };
 
 use session_llm::Api;
 
-use super::package::api_for_package;
 use super::error::ConfigError;
+use super::package::api_for_package;
 
 /// The whole configuration, after layering.
 ///
@@ -390,7 +390,12 @@ impl CostTierConfig {
     }
 }
 
-fn prices(input: Option<Decimal>, output: Option<Decimal>, read: Option<Decimal>, write: Option<Decimal>) -> Prices {
+fn prices(
+    input: Option<Decimal>,
+    output: Option<Decimal>,
+    read: Option<Decimal>,
+    write: Option<Decimal>,
+) -> Prices {
     Prices {
         input: input.unwrap_or_default(),
         output: output.unwrap_or_default(),
@@ -408,7 +413,10 @@ mod price {
     use serde::de::{self, Deserializer, Visitor};
     use serde::{Deserialize, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(value: &Option<Decimal>, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Decimal>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         match value {
             // Parsing the decimal text gives the correctly rounded f64.
             Some(price) => serializer
@@ -417,7 +425,9 @@ mod price {
         }
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Decimal>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Decimal>, D::Error> {
         Ok(Option::<Price>::deserialize(deserializer)?.map(|price| price.0))
     }
 
@@ -449,8 +459,9 @@ mod price {
 
         fn visit_f64<E: de::Error>(self, v: f64) -> Result<Decimal, E> {
             // `{}` prints the shortest text that reads back as `v`, never in exponent form.
-            Decimal::from_str(&v.to_string())
-                .map_err(|_| E::invalid_value(de::Unexpected::Float(v), &"a price that fits a decimal number"))
+            Decimal::from_str(&v.to_string()).map_err(|_| {
+                E::invalid_value(de::Unexpected::Float(v), &"a price that fits a decimal number")
+            })
         }
     }
 }

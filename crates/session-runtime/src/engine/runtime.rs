@@ -17,7 +17,7 @@ use session_core::{
 };
 use session_llm::{CatalogModel, LlmRequest, Provider, RequestOptions, ToolChoice, ToolSpec};
 use session_store::{NewSession, PartDelta, Session, Store, StoreError, WriteBatch};
-use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolInvocation, ToolExecutor};
+use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolExecutor, ToolInvocation};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 

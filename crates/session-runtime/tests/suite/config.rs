@@ -9,8 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use session_core::{Action, ModelCost, ModelLimit, Rule};
 use session_runtime::{
-    AgentMode, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load,
-    user_config_dir,
+    AgentMode, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load, user_config_dir,
 };
 use tempfile::TempDir;
 

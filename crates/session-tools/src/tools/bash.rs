@@ -282,7 +282,12 @@ impl TypedTool for BashTool {
 }
 
 impl BashTool {
-    async fn run(&self, args: &BashArgs, workdir: &Path, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
+    async fn run(
+        &self,
+        args: &BashArgs,
+        workdir: &Path,
+        ctx: &ToolContext,
+    ) -> Result<ToolSuccess, ToolError> {
         let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
         let description = Value::String(args.description.clone());
         let mut child = tokio::process::Command::new(&self.shell)

@@ -11,8 +11,8 @@ use session_core::{
     agent_ruleset,
 };
 use session_tools::{
-    CallScope, PermissionAnswer, PermissionAsker, PermissionEngine, ProgressSink, ToolInvocation, ToolError,
-    ToolExecutor, ToolSuccess, Workspace, builtin_registry,
+    CallScope, PermissionAnswer, PermissionAsker, PermissionEngine, ProgressSink, ToolError, ToolExecutor,
+    ToolInvocation, ToolSuccess, Workspace, builtin_registry,
 };
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;

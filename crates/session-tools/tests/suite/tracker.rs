@@ -12,8 +12,8 @@ use session_core::{
     Processor, ProcessorConfig, ToolState, Waiting,
 };
 use session_tools::{
-    CLEANUP_GRACE, CallScope, CallTracker, PermissionEngine, Tool, ToolInvocation, ToolContext, ToolError,
-    ToolExecutor, ToolSuccess, ToolUpdate, Workspace, builtin_registry,
+    CLEANUP_GRACE, CallScope, CallTracker, PermissionEngine, Tool, ToolContext, ToolError, ToolExecutor,
+    ToolInvocation, ToolSuccess, ToolUpdate, Workspace, builtin_registry,
 };
 use tokio_util::sync::CancellationToken;
 
