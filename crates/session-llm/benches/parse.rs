@@ -2,9 +2,11 @@
 //! bytes to `LlmEvent`s (SSE decoding, JSON parsing, the adapter's state machine), reported in
 //! bytes per second.
 
-// criterion_group! generates public functions that cannot carry docs; a bench that cannot
-// read its fixtures has nothing to measure, so it may stop there.
-#![allow(missing_docs, clippy::unwrap_used)]
+#![expect(missing_docs, reason = "criterion_group! generates public functions that cannot carry docs")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a bench that cannot read its fixtures has nothing to measure, so it may stop there"
+)]
 
 use std::path::Path;
 

@@ -11,17 +11,8 @@ use crate::error::LlmError;
 use crate::gemini::GeminiParser;
 use crate::openai_chat::ChatParser;
 use crate::openai_responses::ResponsesParser;
+use crate::parser::StreamParser;
 use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent};
-
-/// One provider's stream parser: SSE events in, `LlmEvent`s out (a small state machine).
-pub trait StreamParser: Send {
-    /// Handles the next event; the events it yields are appended to `out`.
-    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), LlmError>;
-    /// The body ended: yields the closing events, or fails if the terminal event never came.
-    fn on_end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError>;
-    /// The terminal event was seen, so nothing later in the body matters.
-    fn is_done(&self) -> bool;
-}
 
 /// A provider wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,6 +39,23 @@ impl Api {
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
         }
+    }
+
+    /// The AI SDK `npm` packages an adapter here speaks, with their format: the one table
+    /// from a configured or catalogued package name to a wire format.
+    pub const PACKAGES: [(&'static str, Api); 7] = [
+        ("@ai-sdk/openai-compatible", Api::OpenAiChat),
+        ("@ai-sdk/groq", Api::OpenAiChat),
+        ("@ai-sdk/xai", Api::OpenAiChat),
+        ("@openrouter/ai-sdk-provider", Api::OpenAiChat),
+        ("@ai-sdk/openai", Api::OpenAiResponses),
+        ("@ai-sdk/anthropic", Api::Anthropic),
+        ("@ai-sdk/google", Api::Gemini),
+    ];
+
+    /// The format an `npm` package name stands for (names are exact), if an adapter speaks it.
+    pub fn from_npm(package: &str) -> Option<Self> {
+        Self::PACKAGES.iter().find(|(name, _)| *name == package).map(|(_, api)| *api)
     }
 
     /// A fresh stream parser for this format.

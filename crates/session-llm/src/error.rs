@@ -15,7 +15,7 @@ use crate::sse::SseError;
 pub enum LlmError {
     /// The provider answered with an error (an HTTP failure or an error inside the stream).
     #[error("{}", .0.message())]
-    Api(Box<ApiError>),
+    Api(Box<ProviderApiError>),
     /// The request did not fit the model's context window: compact rather than retry.
     #[error("{message}")]
     ContextOverflow {
@@ -46,7 +46,7 @@ pub enum LlmError {
     },
     /// No bytes arrived for longer than the idle timeout. The text says "read timed out", as
     /// OpenCode's chunk timeout does, so that SPEC 7.2's timeout pattern retries it whatever
-    /// the number of milliseconds (before, only a number containing "500" made it retryable).
+    /// the number of milliseconds.
     #[error("SSE read timed out: no data from the provider for {} ms", .after.as_millis())]
     IdleTimeout {
         /// The configured idle timeout.
@@ -71,7 +71,7 @@ pub enum LlmError {
 
 /// An error the provider answered with, and session-core's classification of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub struct ProviderApiError {
     /// The HTTP status; absent for an error reported inside a stream.
     pub status: Option<u16>,
     /// Response headers, names lower-cased.
@@ -88,7 +88,7 @@ pub struct ApiError {
     pub classified: ClassifiedError,
 }
 
-impl ApiError {
+impl ProviderApiError {
     /// The derived message (SPEC 6): what users see.
     pub fn message(&self) -> &str {
         self.classified.message()
@@ -167,7 +167,7 @@ impl LlmError {
             ClassifiedError::ContextOverflow { message, response_body } => {
                 Self::ContextOverflow { message, response_body }
             }
-            api @ ClassifiedError::Api { .. } => Self::Api(Box::new(ApiError {
+            api @ ClassifiedError::Api { .. } => Self::Api(Box::new(ProviderApiError {
                 status: failure.status_code,
                 headers: failure.response_headers.unwrap_or_default(),
                 body: failure.response_body,

@@ -18,7 +18,7 @@
 //! It deliberately does not own what happens to the events (session-core's processor), the
 //! retry policy and its delays (session-core's `retry`, driven by the runtime), the history
 //! conversion (session-core's `to_model_messages`), configuration files, credentials or
-//! environment variables: callers build a [`ProviderConfig`] and pass it in.
+//! environment variables: callers build a [`ProviderEndpoint`] and pass it in.
 //!
 //! Pure entry points (no IO, no runtime): [`replay`] and [`EventDecoder`] turn SSE bytes of a
 //! given [`Api`] into events; [`build_request`] turns a request into a body. The async entry
@@ -42,6 +42,7 @@ mod error;
 mod gemini;
 mod openai_chat;
 mod openai_responses;
+mod parser;
 mod provider;
 mod request;
 mod scripted;
@@ -53,16 +54,17 @@ pub use anthropic::{ANTHROPIC_VERSION, AnthropicParser};
 pub use catalog::{
     Catalog, CatalogError, CatalogModel, CatalogProvider, OPENAI_COMPATIBLE_NPM, split_model_ref,
 };
-pub use decode::{Api, EventDecoder, Replay, StreamParser, UnknownApi, replay};
-pub use error::{ApiError, LlmError, TransportError, api_failure};
+pub use decode::{Api, EventDecoder, Replay, UnknownApi, replay};
+pub use error::{LlmError, ProviderApiError, TransportError, api_failure};
 pub use gemini::GeminiParser;
 pub use openai_chat::ChatParser;
 pub use openai_responses::ResponsesParser;
+pub use parser::StreamParser;
 pub use provider::{
-    HttpProvider, Provider, ProviderConfig, build_request, call, default_base_url, http_request,
+    HttpProvider, Provider, ProviderEndpoint, build_request, call, default_base_url, http_request,
     package_base_url,
 };
-pub use request::{BuiltRequest, LlmRequest, ProviderOptions, ToolChoice, ToolSpec};
+pub use request::{BuiltRequest, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 pub use scripted::{
     DEFAULT_CHUNK_CHARS, Fault, FaultAction, FaultKind, FaultScope, OpKind, Plan, PlannedResponse, Reply,
     ReplyCall, ReplyUsage, RequestFacts, RequestKind, Script, ScriptCall, ScriptError, ScriptModel, ScriptOp,

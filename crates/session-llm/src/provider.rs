@@ -32,7 +32,7 @@ pub trait Provider: Send + Sync {
 
 /// Where and how to reach one provider.
 #[derive(Clone)]
-pub struct ProviderConfig {
+pub struct ProviderEndpoint {
     /// The provider id (`openai`, `anthropic`, `openrouter`, ...); the error classifier reads it.
     pub provider_id: String,
     /// The wire format.
@@ -47,10 +47,10 @@ pub struct ProviderConfig {
     pub limits: StreamLimits,
 }
 
-impl fmt::Debug for ProviderConfig {
+impl fmt::Debug for ProviderEndpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The key stays out of logs.
-        f.debug_struct("ProviderConfig")
+        f.debug_struct("ProviderEndpoint")
             .field("provider_id", &self.provider_id)
             .field("api", &self.api)
             .field("base_url", &self.base_url)
@@ -61,7 +61,7 @@ impl fmt::Debug for ProviderConfig {
     }
 }
 
-impl ProviderConfig {
+impl ProviderEndpoint {
     /// A configuration with the format's public base URL and default limits.
     pub fn new(provider_id: impl Into<String>, api: Api, api_key: Option<String>) -> Self {
         Self {
@@ -127,7 +127,7 @@ pub fn build_request(api: Api, request: &LlmRequest) -> Result<BuiltRequest, Llm
 }
 
 /// The full HTTP request for `request`: URL, format headers, authentication, extra headers.
-pub fn http_request(config: &ProviderConfig, request: &LlmRequest) -> Result<HttpRequest, LlmError> {
+pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<HttpRequest, LlmError> {
     let built = build_request(config.api, request)?;
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     headers.extend(built.headers);
@@ -149,10 +149,10 @@ pub fn http_request(config: &ProviderConfig, request: &LlmRequest) -> Result<Htt
 }
 
 /// The thin async call: sends the request and returns the event stream, or the classified
-/// `ApiError` of a non-2xx answer.
+/// `ProviderApiError` of a non-2xx answer.
 pub async fn call(
     transport: &dyn HttpTransport,
-    config: &ProviderConfig,
+    config: &ProviderEndpoint,
     request: &LlmRequest,
 ) -> Result<LlmStream, LlmError> {
     let http = http_request(config, request)?;
@@ -208,7 +208,7 @@ async fn read_error_body(
 /// A provider over HTTP: any of the four formats, any transport.
 #[derive(Clone)]
 pub struct HttpProvider {
-    config: Arc<ProviderConfig>,
+    config: Arc<ProviderEndpoint>,
     transport: Arc<dyn HttpTransport>,
 }
 
@@ -220,12 +220,12 @@ impl fmt::Debug for HttpProvider {
 
 impl HttpProvider {
     /// A provider for `config` over `transport`.
-    pub fn new(config: ProviderConfig, transport: Arc<dyn HttpTransport>) -> Self {
+    pub fn new(config: ProviderEndpoint, transport: Arc<dyn HttpTransport>) -> Self {
         Self { config: Arc::new(config), transport }
     }
 
     /// The configuration.
-    pub fn config(&self) -> &ProviderConfig {
+    pub fn config(&self) -> &ProviderEndpoint {
         &self.config
     }
 }

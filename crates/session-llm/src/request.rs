@@ -20,7 +20,7 @@ pub struct LlmRequest {
     /// The output token limit (session-core's `max_output_tokens`).
     pub max_output_tokens: Option<u32>,
     /// Sampling and reasoning options.
-    pub options: ProviderOptions,
+    pub options: RequestOptions,
     /// Cancels the call and its stream.
     pub cancel: CancellationToken,
 }
@@ -39,7 +39,7 @@ pub struct ToolSpec {
 /// Options that adapters translate into each provider's fields; unset means the provider's
 /// default.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProviderOptions {
+pub struct RequestOptions {
     /// Sampling temperature.
     pub temperature: Option<f64>,
     /// Nucleus sampling.

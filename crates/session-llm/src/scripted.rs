@@ -15,15 +15,17 @@
 
 mod provider;
 mod render;
+mod reply;
 mod runner;
 mod script;
 mod translate;
 
 pub use provider::{ScriptedProvider, ScriptedRequest};
 pub use render::{FaultAction, StreamFault, WireEnding, WireStream, error_body, overflow_body, wire_stream};
+pub use reply::{Reply, ReplyCall, ReplyUsage};
 pub use runner::{
-    Plan, PlannedResponse, Reply, ReplyCall, ReplyUsage, RequestFacts, RequestKind, ScriptRunner, classify,
-    history_violations, summary_marker, turn_from_history,
+    Plan, PlannedResponse, RequestFacts, RequestKind, ScriptRunner, classify, history_violations,
+    summary_marker, turn_from_history,
 };
 pub use script::{
     DEFAULT_CHUNK_CHARS, Fault, FaultKind, FaultScope, OpKind, Script, ScriptCall, ScriptError, ScriptModel,

@@ -15,8 +15,9 @@ use session_core::LlmEvent;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::decode::{Api, StreamParser};
+use crate::decode::Api;
 use crate::error::{LlmError, TransportError};
+use crate::parser::StreamParser;
 use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseEvent};
 
 /// The default idle timeout: five minutes without a byte fails the stream.

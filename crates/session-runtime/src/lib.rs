@@ -10,11 +10,11 @@
 //! lease ([`RuntimeError::LeasedElsewhere`]). Time and sleeping are injected ([`Clock`],
 //! [`Sleeper`]) so that backoff is tested without waiting.
 //!
-//! It also owns the configuration (module `config`, issue 4): the typed configuration with
+//! It also owns the configuration (module `config`): the typed configuration with
 //! OpenCode's keys, JSONC parsing, the three layers (user, project, `SESSION_CONFIG`) and their
 //! deep merge, `{env:VAR}` and `{file:path}` substitutions through an injected [`Resolver`],
 //! warnings for unknown keys, errors with key paths for wrong types, and the choice of wire API
-//! from a provider's `npm` package ([`ApiKind`]). It deliberately reads no environment
+//! from a provider's `npm` package ([`api_for_package`], over [`session_llm::Api::PACKAGES`]). It deliberately reads no environment
 //! variable: the binary passes them in.
 //!
 //! It does not own what it wires together: the rules and the processor are session-core's,
@@ -31,11 +31,10 @@ pub use compose::{
     assemble, configured_agents, open_store,
 };
 pub use config::{
-    AgentConfig, AgentMode, ApiKind, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
-    CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, SUPPORTED_PACKAGES,
-    TierConfig, Timeout, api_kind, combine, discover, discover_in, load, merge, parse_layer, substitute,
-    user_config_dir,
+    AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
+    ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
+    PricesConfig, ProviderConfig, ProviderOptions, Resolver, TierConfig, Timeout, api_for_package, combine,
+    discover, discover_in, load, merge, parse_layer, substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES,

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use session_llm::{
-    Api, Fault, FaultAction, PlannedResponse, ProviderConfig, Reply, RequestKind, Script, ScriptRunner,
+    Api, Fault, FaultAction, PlannedResponse, ProviderEndpoint, Reply, RequestKind, Script, ScriptRunner,
     WireEnding, WireStream, wire_stream,
 };
 use tokio::net::TcpListener;
@@ -165,8 +165,8 @@ impl TestServer {
     }
 
     /// A provider configuration pointing at this server, with a dummy key.
-    pub fn provider_config(&self, provider_id: &str, api: Api) -> ProviderConfig {
-        let mut config = ProviderConfig::new(provider_id, api, Some("test-key".to_owned()));
+    pub fn provider_config(&self, provider_id: &str, api: Api) -> ProviderEndpoint {
+        let mut config = ProviderEndpoint::new(provider_id, api, Some("test-key".to_owned()));
         config.base_url = self.base_url(api);
         config
     }

@@ -5,9 +5,7 @@
 //! tree (neither side stops early). The `rg` side is skipped, with a note, when `rg` is not
 //! on the PATH.
 
-// criterion_group! generates public functions that cannot carry docs.
-#![allow(missing_docs)]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a bench whose setup fails has nothing to measure")]
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -19,8 +17,8 @@ use criterion::{Criterion, Throughput};
 use serde_json::{Value, json};
 use session_core::{Action, JsonObject, MessageId, Rule, SessionId};
 use session_tools::{
-    CallScope, CallTracker, PermissionEngine, ProgressSink, ReplyLater, Tool, ToolCall, ToolContext,
-    ToolError, ToolExecutor, ToolResult, ToolUpdate, Workspace, builtin_registry,
+    CallScope, CallTracker, PermissionEngine, ProgressSink, ReplyLater, Tool, ToolContext, ToolError,
+    ToolExecutor, ToolInvocation, ToolSuccess, ToolUpdate, Workspace, builtin_registry,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -73,12 +71,12 @@ fn scope() -> CallScope {
     }
 }
 
-fn call(tool: &str, input: Value) -> ToolCall {
+fn call(tool: &str, input: Value) -> ToolInvocation {
     let Value::Object(input) = input else { unreachable!() };
-    ToolCall { call_id: "c".into(), tool: tool.into(), input }
+    ToolInvocation { call_id: "c".into(), tool: tool.into(), input }
 }
 
-fn run_tool(rt: &tokio::runtime::Runtime, executor: &ToolExecutor, call: &ToolCall) -> ToolResult {
+fn run_tool(rt: &tokio::runtime::Runtime, executor: &ToolExecutor, call: &ToolInvocation) -> ToolSuccess {
     rt.block_on(executor.run(call, &scope(), CancellationToken::new(), ProgressSink::none())).unwrap()
 }
 
@@ -104,8 +102,8 @@ impl Tool for Noop {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"n": {"type": "integer"}}})
     }
-    async fn execute(&self, _args: JsonObject, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        Ok(ToolResult::default())
+    async fn execute(&self, _args: JsonObject, _ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
+        Ok(ToolSuccess::default())
     }
 }
 
@@ -180,7 +178,7 @@ fn tracker(c: &mut Criterion, root: &Path, rt: &tokio::runtime::Runtime) {
             rt.block_on(async {
                 let mut tracker = CallTracker::new();
                 for n in 0..CALLS {
-                    let call = ToolCall { call_id: format!("c{n}"), ..call("noop", json!({"n": n})) };
+                    let call = ToolInvocation { call_id: format!("c{n}"), ..call("noop", json!({"n": n})) };
                     tracker.spawn(executor.clone(), call, scope.clone());
                     while let Some(update) = tracker.next().await {
                         std::hint::black_box(update.into_input());
@@ -195,8 +193,10 @@ fn tracker(c: &mut Criterion, root: &Path, rt: &tokio::runtime::Runtime) {
                 let mut tracker = CallTracker::new();
                 for batch in 0..CALLS / 100 {
                     for n in 0..100 {
-                        let call =
-                            ToolCall { call_id: format!("c{batch}_{n}"), ..call("noop", json!({"n": n})) };
+                        let call = ToolInvocation {
+                            call_id: format!("c{batch}_{n}"),
+                            ..call("noop", json!({"n": n}))
+                        };
                         tracker.spawn(executor.clone(), call, scope.clone());
                     }
                     while let Some(update) = tracker.next().await {

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use session_core::{AgentPaths, BuiltinAgent, MessageId, PermissionAsk, SessionId, agent_ruleset};
 use session_tools::{
-    CallScope, CallTracker, PermissionAnswer, PermissionAsker, PermissionEngine, ToolCall, ToolExecutor,
-    ToolUpdate, Workspace, builtin_registry,
+    CallScope, CallTracker, PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor,
+    ToolInvocation, ToolUpdate, Workspace, builtin_registry,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -25,9 +25,9 @@ impl PermissionAsker for AllowOnce {
     }
 }
 
-fn call(id: &str, tool: &str, input: Value) -> ToolCall {
+fn call(id: &str, tool: &str, input: Value) -> ToolInvocation {
     let Value::Object(input) = input else { unreachable!("inputs are objects") };
-    ToolCall { call_id: id.into(), tool: tool.into(), input }
+    ToolInvocation { call_id: id.into(), tool: tool.into(), input }
 }
 
 #[tokio::main(flavor = "current_thread")]

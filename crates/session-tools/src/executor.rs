@@ -11,7 +11,7 @@ use crate::error::ToolError;
 use crate::permission::PermissionEngine;
 use crate::registry::ToolRegistry;
 use crate::todo::{MemoryTodos, TodoStore};
-use crate::tool::ToolResult;
+use crate::tool::ToolSuccess;
 use crate::workspace::Workspace;
 
 /// How long a cancelled tool may take to return on its own (with its partial output) before
@@ -20,7 +20,7 @@ pub const ABORT_GRACE: Duration = Duration::from_secs(2);
 
 /// One call the model made (the fields of `Effect::ExecuteTool` that execution needs).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
+pub struct ToolInvocation {
     /// The provider's call id.
     pub call_id: String,
     /// The tool's name.
@@ -29,7 +29,7 @@ pub struct ToolCall {
     pub input: JsonObject,
 }
 
-impl ToolCall {
+impl ToolInvocation {
     /// The call of an `Effect::ExecuteTool`, or `None` for any other effect.
     pub fn from_effect(effect: &Effect) -> Option<Self> {
         match effect {
@@ -135,11 +135,11 @@ impl ToolExecutor {
     /// tool gets [`ABORT_GRACE`] to return its partial result before it is dropped.
     pub async fn run(
         &self,
-        call: &ToolCall,
+        call: &ToolInvocation,
         scope: &CallScope,
         abort: CancellationToken,
         progress: ProgressSink,
-    ) -> Result<ToolResult, ToolError> {
+    ) -> Result<ToolSuccess, ToolError> {
         let tool = self.registry.validate(&call.tool, &call.input)?;
         if abort.is_cancelled() {
             return Err(ToolError::Aborted);

@@ -37,11 +37,11 @@ mod workspace;
 
 pub use context::{ContextParts, PathKind, ProgressSink, ToolContext};
 pub use error::ToolError;
-pub use executor::{ABORT_GRACE, CallScope, ToolCall, ToolExecutor};
+pub use executor::{ABORT_GRACE, CallScope, ToolExecutor, ToolInvocation};
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
 pub use todo::{MemoryTodos, Todo, TodoStore};
-pub use tool::{Tool, ToolResult, parse_args, schema_for};
+pub use tool::{Tool, ToolSuccess, parse_args, schema_for};
 pub use tools::{
     BashTool, DEFAULT_TIMEOUT_MS, EditTool, GlobTool, GrepTool, KILL_GRACE, ListTool, MAX_LINE_LENGTH,
     MAX_OUTPUT_CHARS, MAX_READ_BYTES, MAX_TIMEOUT_MS, RESULT_LIMIT, ReadTool, TodoReadTool, TodoWriteTool,

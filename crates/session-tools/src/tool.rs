@@ -23,12 +23,47 @@ pub trait Tool: Send + Sync {
     /// The JSON schema of the arguments (an object schema).
     fn parameters(&self) -> Value;
     /// Runs one call with validated arguments.
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolSuccess, ToolError>;
+}
+
+/// A built-in tool written against its typed arguments: the blanket [`Tool`] implementation
+/// supplies the name, the description, the schema (from [`schema_for`]) and the parsing of
+/// the validated arguments.
+#[async_trait]
+pub(crate) trait TypedTool: Send + Sync {
+    /// The name the model calls the tool by.
+    const NAME: &'static str;
+    /// What the tool does, for the model.
+    const DESCRIPTION: &'static str;
+    /// The arguments; their schema is what the model sees.
+    type Input: DeserializeOwned + JsonSchema + Send;
+    /// Runs one call with parsed arguments.
+    async fn run(&self, input: Self::Input, ctx: &ToolContext) -> Result<ToolSuccess, ToolError>;
+}
+
+#[async_trait]
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+
+    fn description(&self) -> &str {
+        T::DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        schema_for::<T::Input>()
+    }
+
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
+        let input = parse_args(T::NAME, args)?;
+        self.run(input, ctx).await
+    }
 }
 
 /// What a successful call produced (`{output, title, metadata, attachments?}`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolResult {
+pub struct ToolSuccess {
     /// A short title for the part.
     pub title: String,
     /// The text the model reads.
@@ -39,7 +74,7 @@ pub struct ToolResult {
     pub attachments: Vec<FilePart>,
 }
 
-impl ToolResult {
+impl ToolSuccess {
     /// A result with a title, an output and metadata, and no attachments.
     pub fn new(title: impl Into<String>, output: impl Into<String>, metadata: JsonObject) -> Self {
         Self { title: title.into(), output: output.into(), metadata, attachments: Vec::new() }

@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::ProgressSink;
 use crate::error::ToolError;
-use crate::executor::{CallScope, ToolCall, ToolExecutor};
-use crate::tool::ToolResult;
+use crate::executor::{CallScope, ToolExecutor, ToolInvocation};
+use crate::tool::ToolSuccess;
 
 /// The cleanup grace of SPEC 8: how long cleanup waits for calls still running.
 pub const CLEANUP_GRACE: Duration = Duration::from_millis(250);
@@ -28,7 +28,7 @@ pub struct ToolCompletion {
     /// The tool's name.
     pub tool: String,
     /// What the call produced.
-    pub result: Result<ToolResult, ToolError>,
+    pub result: Result<ToolSuccess, ToolError>,
 }
 
 impl ToolCompletion {
@@ -125,7 +125,7 @@ impl CallHandle {
     /// Settles the call. Returns false when the tracker no longer tracks it (cleanup gave up
     /// on it): the completion is then ignored, as SPEC 1.2 ignores results of calls that are
     /// not running.
-    pub fn complete(self, result: Result<ToolResult, ToolError>) -> bool {
+    pub fn complete(self, result: Result<ToolSuccess, ToolError>) -> bool {
         self.done.send(ToolCompletion { call_id: self.call_id, tool: self.tool, result }).is_ok()
     }
 }
@@ -194,7 +194,7 @@ impl CallTracker {
 
     /// Tracks `call` and runs it on the tokio runtime with `executor`. Returns false (and runs
     /// nothing) when a call with this id is already running.
-    pub fn spawn(&mut self, executor: Arc<ToolExecutor>, call: ToolCall, scope: CallScope) -> bool {
+    pub fn spawn(&mut self, executor: Arc<ToolExecutor>, call: ToolInvocation, scope: CallScope) -> bool {
         let Some(handle) = self.track(&call.call_id, &call.tool, &scope.abort) else { return false };
         tokio::spawn(async move {
             let result = executor.run(&call, &scope, handle.abort().clone(), handle.progress().clone()).await;

@@ -1,6 +1,8 @@
 //! The one integration test binary of session-tools: real temp dirs, real child processes.
 
-// Test helpers outside #[test] functions may unwrap: a failure there is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions may unwrap: a failure there is a failed test"
+)]
 
 mod suite;

@@ -9,13 +9,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use session_core::{FinishReason, LlmEvent, ProviderMetadata, ToolResultKind, ToolResultValue, Usage};
 
-use crate::common::{count, metadata, non_empty, parse_event, tool_input};
-use crate::decode::StreamParser;
+use crate::common::{count, metadata, non_empty, tool_input};
 use crate::error::{LlmError, stream_error};
-use crate::sse::SseEvent;
+use crate::parser::{DoneMarker, Progress, WireParser};
 
 #[derive(Deserialize)]
-struct Event {
+pub(crate) struct Event {
     #[serde(rename = "type", default)]
     kind: String,
     #[serde(default)]
@@ -144,8 +143,7 @@ enum Block {
 /// The Anthropic Messages stream parser.
 #[derive(Default)]
 pub struct AnthropicParser {
-    events_seen: usize,
-    started: bool,
+    progress: Progress,
     blocks: Vec<(usize, Block)>,
     /// Names of provider-executed tool calls, for their result blocks.
     server_tools: Vec<(String, String)>,
@@ -162,10 +160,7 @@ impl AnthropicParser {
     }
 
     fn start(&mut self, out: &mut Vec<LlmEvent>) {
-        if !self.started {
-            self.started = true;
-            out.push(LlmEvent::StepStart { index: 0 });
-        }
+        self.progress.start_step(out);
     }
 
     fn on_block_start(&mut self, index: usize, block: ContentBlock, out: &mut Vec<LlmEvent>) {
@@ -337,17 +332,21 @@ fn finish_reason(reason: Option<&str>, any_client_tool_call: bool) -> FinishReas
     }
 }
 
-impl StreamParser for AnthropicParser {
-    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        self.events_seen += 1;
-        if self.done {
-            return Ok(());
-        }
-        let data = event.data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        let parsed: Event = parse_event(self.events_seen, data)?;
+impl WireParser for AnthropicParser {
+    type Event = Event;
+    const DONE_MARKER: DoneMarker = DoneMarker::Parsed;
+    /// Anthropic opens the step at `message_start` (or the first block), not at a `ping`.
+    const STARTS_STEP_ON_FIRST_EVENT: bool = false;
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+
+    fn on_parsed(&mut self, parsed: Event, data: &str, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
         match parsed.kind.as_str() {
             "message_start" => {
                 self.start(out);
@@ -390,11 +389,7 @@ impl StreamParser for AnthropicParser {
         Ok(())
     }
 
-    fn on_end(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        if self.done { Ok(()) } else { Err(LlmError::Truncated { expected: "message_stop" }) }
-    }
-
-    fn is_done(&self) -> bool {
-        self.done
+    fn on_body_end(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        Err(LlmError::Truncated { expected: "message_stop" })
     }
 }

@@ -10,10 +10,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use session_core::{FinishReason, LlmEvent, ProviderMetadata, ToolResultKind, ToolResultValue, Usage};
 
-use crate::common::{BlockKind, Blocks, count, metadata, non_empty, parse_event};
-use crate::decode::StreamParser;
+use crate::common::{BlockKind, Blocks, count, metadata, non_empty};
 use crate::error::{LlmError, stream_error};
-use crate::sse::SseEvent;
+use crate::parser::{DoneMarker, Progress, WireParser};
 
 /// The longest array a partial-argument path may create, so that input cannot make the
 /// parser allocate without bound.
@@ -31,7 +30,7 @@ const MAX_PATH_PADDING: usize = MAX_PATH_INDEX;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Chunk {
+pub(crate) struct Chunk {
     #[serde(default)]
     candidates: Option<Vec<Candidate>>,
     #[serde(default)]
@@ -174,8 +173,7 @@ struct OpenCall {
 /// The Gemini stream parser.
 #[derive(Default)]
 pub struct GeminiParser {
-    events_seen: usize,
-    started: bool,
+    progress: Progress,
     blocks: Blocks,
     open_call: Option<OpenCall>,
     response_id: Option<String>,
@@ -477,28 +475,24 @@ fn finish_reason(reason: Option<&str>, any_function_call: bool) -> FinishReason 
     }
 }
 
-impl StreamParser for GeminiParser {
-    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        self.events_seen += 1;
-        if self.done {
-            return Ok(());
-        }
-        let data = event.data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        let chunk: Chunk = parse_event(self.events_seen, data)?;
-        if !self.started {
-            self.started = true;
-            out.push(LlmEvent::StepStart { index: 0 });
-        }
+impl WireParser for GeminiParser {
+    type Event = Chunk;
+    const DONE_MARKER: DoneMarker = DoneMarker::Parsed;
+    const STARTS_STEP_ON_FIRST_EVENT: bool = true;
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+
+    fn on_parsed(&mut self, chunk: Chunk, data: &str, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
         self.on_chunk(chunk, data, out)
     }
 
-    fn on_end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        if self.done {
-            return Ok(());
-        }
+    fn on_body_end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
         if self.finish_reason.is_none() {
             return Err(LlmError::Truncated { expected: "finishReason" });
         }
@@ -514,10 +508,6 @@ impl StreamParser for GeminiParser {
         out.push(LlmEvent::Finish { reason, usage: self.usage.clone() });
         self.done = true;
         Ok(())
-    }
-
-    fn is_done(&self) -> bool {
-        self.done
     }
 }
 

@@ -8,13 +8,12 @@
 use serde::Deserialize;
 use session_core::{FinishReason, LlmEvent, Usage};
 
-use crate::common::{BlockKind, Blocks, count, non_empty, parse_event, tool_input};
-use crate::decode::StreamParser;
+use crate::common::{BlockKind, Blocks, count, non_empty, tool_input};
 use crate::error::{LlmError, stream_error};
-use crate::sse::SseEvent;
+use crate::parser::{DoneMarker, Progress, WireParser};
 
 #[derive(Deserialize)]
-struct Chunk {
+pub(crate) struct Chunk {
     #[serde(default)]
     choices: Option<Vec<Choice>>,
     #[serde(default)]
@@ -139,8 +138,7 @@ struct ToolCall {
 /// The Chat Completions stream parser.
 #[derive(Default)]
 pub struct ChatParser {
-    events_seen: usize,
-    started: bool,
+    progress: Progress,
     blocks: Blocks,
     tools: Vec<ToolCall>,
     tool_counter: usize,
@@ -315,47 +313,33 @@ fn finish_reason(reason: Option<&str>, any_tool_call: bool) -> FinishReason {
     }
 }
 
-impl StreamParser for ChatParser {
-    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        self.events_seen += 1;
-        if self.done {
-            return Ok(());
-        }
-        let data = event.data.trim();
-        if data == "[DONE]" {
-            self.ensure_started(out);
-            self.finish_step(out);
-            return Ok(());
-        }
-        if data.is_empty() {
-            return Ok(());
-        }
-        let chunk: Chunk = parse_event(self.events_seen, data)?;
-        self.ensure_started(out);
+impl WireParser for ChatParser {
+    type Event = Chunk;
+    const DONE_MARKER: DoneMarker = DoneMarker::Ends;
+    const STARTS_STEP_ON_FIRST_EVENT: bool = true;
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+
+    fn on_done_marker(&mut self, out: &mut Vec<LlmEvent>) {
+        self.progress.start_step(out);
+        self.finish_step(out);
+    }
+
+    fn on_parsed(&mut self, chunk: Chunk, data: &str, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
         self.on_chunk(chunk, data, out)
     }
 
-    fn on_end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        if self.done {
-            return Ok(());
-        }
+    fn on_body_end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
         if self.finish_reason.is_some() {
             self.finish_step(out);
             return Ok(());
         }
         Err(LlmError::Truncated { expected: "[DONE]" })
-    }
-
-    fn is_done(&self) -> bool {
-        self.done
-    }
-}
-
-impl ChatParser {
-    fn ensure_started(&mut self, out: &mut Vec<LlmEvent>) {
-        if !self.started {
-            self.started = true;
-            out.push(LlmEvent::StepStart { index: 0 });
-        }
     }
 }

@@ -9,13 +9,12 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use session_core::{FinishReason, LlmEvent, ProviderMetadata, Usage};
 
-use crate::common::{count, metadata, non_empty, parse_event, tool_input};
-use crate::decode::StreamParser;
+use crate::common::{count, metadata, non_empty, tool_input};
 use crate::error::{LlmError, stream_error};
-use crate::sse::SseEvent;
+use crate::parser::{DoneMarker, Progress, WireParser};
 
 #[derive(Deserialize)]
-struct Event {
+pub(crate) struct Event {
     #[serde(rename = "type", default)]
     kind: String,
     #[serde(default)]
@@ -121,8 +120,7 @@ enum OpenItem {
 /// The OpenAI Responses stream parser.
 #[derive(Default)]
 pub struct ResponsesParser {
-    events_seen: usize,
-    started: bool,
+    progress: Progress,
     items: Vec<(usize, OpenItem)>,
     any_function_call: bool,
     done: bool,
@@ -319,21 +317,20 @@ fn reasoning_meta(item_id: &str, encrypted: Option<&str>) -> ProviderMetadata {
     )
 }
 
-impl StreamParser for ResponsesParser {
-    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        self.events_seen += 1;
-        if self.done {
-            return Ok(());
-        }
-        let data = event.data.trim();
-        if data.is_empty() || data == "[DONE]" {
-            return Ok(());
-        }
-        let parsed: Event = parse_event(self.events_seen, data)?;
-        if !self.started {
-            self.started = true;
-            out.push(LlmEvent::StepStart { index: 0 });
-        }
+impl WireParser for ResponsesParser {
+    type Event = Event;
+    const DONE_MARKER: DoneMarker = DoneMarker::Skipped;
+    const STARTS_STEP_ON_FIRST_EVENT: bool = true;
+
+    fn progress(&mut self) -> &mut Progress {
+        &mut self.progress
+    }
+
+    fn finished(&self) -> bool {
+        self.done
+    }
+
+    fn on_parsed(&mut self, parsed: Event, data: &str, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
         match parsed.kind.as_str() {
             "response.output_item.added" => {
                 if let Some(item) = parsed.item {
@@ -395,11 +392,7 @@ impl StreamParser for ResponsesParser {
         Ok(())
     }
 
-    fn on_end(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
-        if self.done { Ok(()) } else { Err(LlmError::Truncated { expected: "response.completed" }) }
-    }
-
-    fn is_done(&self) -> bool {
-        self.done
+    fn on_body_end(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        Err(LlmError::Truncated { expected: "response.completed" })
     }
 }

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use session_core::FinishReason;
 
-use super::runner::{Reply, ReplyUsage};
+use super::reply::{Reply, ReplyUsage};
 use super::script::{Fault, FaultKind, Script};
 use crate::decode::Api;
 

@@ -17,7 +17,8 @@ use futures_util::StreamExt;
 use pretty_assertions::assert_eq;
 use session_core::LlmEvent;
 use session_llm::{
-    Api, HttpProvider, LlmError, LlmRequest, Provider, ProviderConfig, ReqwestTransport, StreamLimits, replay,
+    Api, HttpProvider, LlmError, LlmRequest, Provider, ProviderEndpoint, ReqwestTransport, StreamLimits,
+    replay,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -142,7 +143,7 @@ async fn start() -> (SocketAddr, Server) {
 }
 
 fn http_provider(addr: SocketAddr, api: Api, prefix: &str, limits: StreamLimits) -> HttpProvider {
-    let mut config = ProviderConfig::new("test", api, Some("secret".into()));
+    let mut config = ProviderEndpoint::new("test", api, Some("secret".into()));
     config.base_url = format!("http://{addr}/{prefix}");
     config.limits = limits;
     HttpProvider::new(config, Arc::new(ReqwestTransport::new().unwrap()))

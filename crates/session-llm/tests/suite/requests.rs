@@ -4,7 +4,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use session_core::ModelMessage;
 use session_llm::{
-    Api, BuiltRequest, LlmError, LlmRequest, ProviderConfig, ProviderOptions, ToolChoice, ToolSpec,
+    Api, BuiltRequest, LlmError, LlmRequest, ProviderEndpoint, RequestOptions, ToolChoice, ToolSpec,
     build_request, http_request,
 };
 
@@ -47,7 +47,7 @@ fn tools() -> Vec<ToolSpec> {
     }]
 }
 
-fn request(model: &str, options: ProviderOptions) -> LlmRequest {
+fn request(model: &str, options: RequestOptions) -> LlmRequest {
     LlmRequest {
         model: model.into(),
         system: vec!["You are a helpful assistant.".into()],
@@ -72,21 +72,21 @@ fn snapshot(name: &str, built: &BuiltRequest) {
 
 #[test]
 fn openai_chat_request() {
-    let options = ProviderOptions { reasoning_effort: Some("low".into()), ..ProviderOptions::default() };
+    let options = RequestOptions { reasoning_effort: Some("low".into()), ..RequestOptions::default() };
     let built = build_request(Api::OpenAiChat, &request("gpt-5-mini", options)).unwrap();
     snapshot("openai_chat", &built);
     // Without reasoning options compatible servers get the classic `max_tokens`.
-    let plain = build_request(Api::OpenAiChat, &request("llama3", ProviderOptions::default())).unwrap();
+    let plain = build_request(Api::OpenAiChat, &request("llama3", RequestOptions::default())).unwrap();
     assert_eq!(plain.body["max_tokens"], json!(32_000));
     assert!(plain.body.get("max_completion_tokens").is_none());
 }
 
 #[test]
 fn openai_responses_request() {
-    let options = ProviderOptions {
+    let options = RequestOptions {
         reasoning_effort: Some("medium".into()),
         reasoning_summary: Some("auto".into()),
-        ..ProviderOptions::default()
+        ..RequestOptions::default()
     };
     let built = build_request(Api::OpenAiResponses, &request("gpt-5.1-codex", options)).unwrap();
     snapshot("openai_responses", &built);
@@ -95,7 +95,7 @@ fn openai_responses_request() {
 #[test]
 fn anthropic_request() {
     let options =
-        ProviderOptions { thinking_budget: Some(8_000), cache_control: true, ..ProviderOptions::default() };
+        RequestOptions { thinking_budget: Some(8_000), cache_control: true, ..RequestOptions::default() };
     let built = build_request(Api::Anthropic, &request("claude-sonnet-4-5", options)).unwrap();
     snapshot("anthropic", &built);
     // The tool result and the next user text share one user turn (roles must alternate).
@@ -108,7 +108,7 @@ fn anthropic_request() {
 #[test]
 fn anthropic_tool_errors_and_temperature() {
     let mut request =
-        request("claude-haiku-4-5", ProviderOptions { temperature: Some(0.2), ..Default::default() });
+        request("claude-haiku-4-5", RequestOptions { temperature: Some(0.2), ..Default::default() });
     request.messages[2] = serde_json::from_value(json!({"role": "tool", "content": [
         {"type": "tool-result", "toolCallId": "call_1", "toolName": "get_weather",
          "output": {"type": "error-text", "value": "[Tool execution was interrupted]"}},
@@ -125,18 +125,18 @@ fn anthropic_tool_errors_and_temperature() {
 
 #[test]
 fn gemini_request() {
-    let options = ProviderOptions { thinking_budget: Some(1_024), ..ProviderOptions::default() };
+    let options = RequestOptions { thinking_budget: Some(1_024), ..RequestOptions::default() };
     let built = build_request(Api::Gemini, &request("gemini-2.5-flash", options)).unwrap();
     snapshot("gemini", &built);
     assert!(matches!(
-        build_request(Api::Gemini, &request("../evil", ProviderOptions::default())),
+        build_request(Api::Gemini, &request("../evil", RequestOptions::default())),
         Err(LlmError::InvalidRequest(_))
     ));
 }
 
 #[test]
 fn unsupported_files_are_refused_not_dropped() {
-    let mut request = request("m", ProviderOptions::default());
+    let mut request = request("m", RequestOptions::default());
     request.messages = serde_json::from_value(json!([{"role": "user", "content": [
         {"type": "file", "mediaType": "application/zip", "data": "data:application/zip;base64,UEs="},
     ]}]))
@@ -159,9 +159,9 @@ fn http_requests_carry_the_format_authentication() {
         ),
     ];
     for (api, url, (name, value)) in cases {
-        let mut config = ProviderConfig::new("p", api, Some("k".into()));
+        let mut config = ProviderEndpoint::new("p", api, Some("k".into()));
         config.headers.push(("x-extra".into(), "1".into()));
-        let http = http_request(&config, &request("m", ProviderOptions::default())).unwrap();
+        let http = http_request(&config, &request("m", RequestOptions::default())).unwrap();
         assert_eq!(http.url, url);
         let has = |n: &str, v: &str| http.headers.iter().any(|(hn, hv)| hn == n && hv == v);
         assert!(has(name, value) && has("x-extra", "1") && has("content-type", "application/json"), "{api}");
@@ -174,8 +174,8 @@ fn http_requests_carry_the_format_authentication() {
 
 #[test]
 fn tool_choice_in_each_format() {
-    let required = ProviderOptions { tool_choice: Some(ToolChoice::Required), ..ProviderOptions::default() };
-    let body = |api: Api, options: ProviderOptions| build_request(api, &request("m", options)).unwrap().body;
+    let required = RequestOptions { tool_choice: Some(ToolChoice::Required), ..RequestOptions::default() };
+    let body = |api: Api, options: RequestOptions| build_request(api, &request("m", options)).unwrap().body;
     assert_eq!(body(Api::OpenAiChat, required.clone())["tool_choice"], json!("required"));
     assert_eq!(body(Api::OpenAiResponses, required.clone())["tool_choice"], json!("required"));
     assert_eq!(body(Api::Anthropic, required.clone())["tool_choice"], json!({"type": "any"}));
@@ -184,7 +184,7 @@ fn tool_choice_in_each_format() {
         json!({"functionCallingConfig": {"mode": "ANY"}})
     );
     // Unset means the provider's default: no field at all.
-    assert_eq!(body(Api::OpenAiChat, ProviderOptions::default()).get("tool_choice"), None);
+    assert_eq!(body(Api::OpenAiChat, RequestOptions::default()).get("tool_choice"), None);
     // Without tools a tool choice is meaningless and some servers reject it.
     let mut bare = request("m", required);
     bare.tools.clear();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use session_llm::{Api, Catalog, CatalogModel, HttpProvider, HttpTransport, ReqwestTransport, StreamLimits};
 
 use super::ComposeError;
-use crate::config::{ApiKind, Config, Timeout};
+use crate::config::{Config, Timeout};
 use crate::engine::{ModelSource, ProviderEntry};
 
 /// Key variables by wire format, used when neither the catalog nor the config names one.
@@ -18,15 +18,6 @@ fn default_key_vars(api: Api) -> &'static [&'static str] {
         Api::OpenAiChat | Api::OpenAiResponses => &["OPENAI_API_KEY"],
         Api::Anthropic => &["ANTHROPIC_API_KEY"],
         Api::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-    }
-}
-
-fn api_of(kind: ApiKind) -> Api {
-    match kind {
-        ApiKind::OpenAiChat => Api::OpenAiChat,
-        ApiKind::OpenAiResponses => Api::OpenAiResponses,
-        ApiKind::Anthropic => Api::Anthropic,
-        ApiKind::Gemini => Api::Gemini,
     }
 }
 
@@ -92,7 +83,7 @@ impl ConfiguredModels {
             .and_then(|p| p.npm.clone())
             .or_else(|| listed.and_then(|p| p.npm.clone()))
             .unwrap_or_else(|| session_llm::OPENAI_COMPATIBLE_NPM.to_owned());
-        let api = api_of(crate::config::api_kind(id, &npm)?);
+        let api = crate::config::api_for_package(id, &npm)?;
         let base_url = match &self.base_url_override {
             Some((provider, url)) if provider == id => url.clone(),
             _ => configured
@@ -129,10 +120,8 @@ impl ConfiguredModels {
             if let Some(limit) = &config.limit {
                 found.limit = limit.resolve(Some(&found.limit));
             }
-            if let Some(cost) = &config.cost
-                && let Ok(resolved) = cost.resolve(Some(&found.cost))
-            {
-                found.cost = resolved;
+            if let Some(cost) = &config.cost {
+                found.cost = cost.resolve(Some(&found.cost));
             }
             if let Some(id) = &config.id {
                 found.id.clone_from(id);
@@ -203,7 +192,7 @@ impl ModelSource for ConfiguredModels {
         let retry = self.config.provider.get(provider_id).and_then(|p| p.options.retry.clone());
         let chunk_timeout = self.config.provider.get(provider_id).and_then(|p| p.options.chunk_timeout);
         let client = HttpProvider::new(
-            session_llm::ProviderConfig {
+            session_llm::ProviderEndpoint {
                 provider_id: resolved.id.clone(),
                 api: resolved.api,
                 base_url: resolved.base_url.clone(),

@@ -158,20 +158,6 @@ pub(crate) fn check_layer(value: &mut Value, path: &Path) -> Result<Vec<ConfigWa
         let permission = value.get("agent").and_then(|a| a.get(name)).and_then(|a| a.get("permission"));
         check_permission(path, permission, &format!("agent.{name}.permission"))?;
     }
-    for (provider_id, provider) in &typed.provider {
-        for (model_id, model) in &provider.models {
-            if let Some(cost) = &model.cost
-                && let Err(error) = cost.resolve(None)
-            {
-                return Err(ConfigError::WrongType {
-                    path: path.to_path_buf(),
-                    key: format!("provider.{provider_id}.models.{model_id}.cost"),
-                    expected: "prices that fit a decimal number".to_owned(),
-                    found: error.to_string(),
-                });
-            }
-        }
-    }
 
     normalise_steps(value);
 

@@ -82,7 +82,7 @@ fn describe_io(resolved: &Path, source: &io::Error) -> String {
 }
 
 fn supported_packages() -> String {
-    super::api_kind::SUPPORTED_PACKAGES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+    session_llm::Api::PACKAGES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
 }
 
 fn display_key(key: &str) -> &str {

@@ -27,20 +27,20 @@
 //! # }
 //! ```
 
-mod api_kind;
 mod check;
 mod discover;
 mod error;
 mod load;
 mod merge;
+mod package;
 mod substitute;
 mod types;
 
-pub use api_kind::{ApiKind, SUPPORTED_PACKAGES, api_kind};
 pub use discover::{ConfigSources, discover, discover_in, user_config_dir};
 pub use error::{ConfigError, ConfigWarning};
 pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
 pub use merge::merge;
+pub use package::api_for_package;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use types::{
     AgentConfig, AgentMode, Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,

@@ -4,13 +4,19 @@ use std::fmt;
 use std::num::NonZeroU32;
 
 use indexmap::IndexMap;
+use rust_decimal::Decimal;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
-use session_core::{CompactionConfig, ModelCost, ModelLimit, RetryConfig, Ruleset, rules_from_config};
+use session_core::{
+    CONTEXT_TIER, CachePrices, CompactionConfig, CostTier, ModelCost, ModelLimit, Prices, RetryConfig,
+    Ruleset, TierBound, rules_from_config,
+};
 
-use super::api_kind::{ApiKind, api_kind};
+use session_llm::Api;
+
 use super::error::ConfigError;
+use super::package::api_for_package;
 
 /// The whole configuration, after layering.
 ///
@@ -83,7 +89,7 @@ pub struct ExperimentalConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, expecting = "an object")]
 pub struct ProviderConfig {
-    /// The AI SDK package OpenCode would load; it picks the wire API ([`ProviderConfig::api_kind`]).
+    /// The AI SDK package OpenCode would load; it picks the wire API ([`ProviderConfig::api`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub npm: Option<String>,
     /// Display name.
@@ -105,8 +111,8 @@ pub struct ProviderConfig {
 
 impl ProviderConfig {
     /// The wire API named by `npm`; `None` when `npm` is unset (the catalog then decides).
-    pub fn api_kind(&self, provider: &str) -> Result<Option<ApiKind>, ConfigError> {
-        self.npm.as_deref().map(|package| api_kind(provider, package)).transpose()
+    pub fn api(&self, provider: &str) -> Result<Option<Api>, ConfigError> {
+        self.npm.as_deref().map(|package| api_for_package(provider, package)).transpose()
     }
 
     /// The base URL: `options.baseURL`, else `api`.
@@ -267,17 +273,17 @@ impl ModelLimitConfig {
 #[serde(default, expecting = "an object")]
 pub struct ModelCostConfig {
     /// Price of an input token.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub input: Option<Decimal>,
     /// Price of an output token (reasoning is billed at this rate).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub output: Option<Decimal>,
     /// Price of a token read from the cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<Decimal>,
     /// Price of a token written to the cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<Decimal>,
     /// Prices above context sizes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tiers: Option<Vec<CostTierConfig>>,
@@ -291,17 +297,17 @@ pub struct ModelCostConfig {
 #[serde(default, expecting = "an object")]
 pub struct PricesConfig {
     /// Price of an input token.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub input: Option<Decimal>,
     /// Price of an output token.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub output: Option<Decimal>,
     /// Price of a token read from the cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<Decimal>,
     /// Price of a token written to the cache.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
+    #[serde(with = "price", skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<Decimal>,
 }
 
 /// One price tier in models.dev's shape.
@@ -311,17 +317,17 @@ pub struct CostTierConfig {
     /// When the tier applies.
     pub tier: TierConfig,
     /// Price of an input token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input: Option<f64>,
+    #[serde(default, with = "price", skip_serializing_if = "Option::is_none")]
+    pub input: Option<Decimal>,
     /// Price of an output token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<f64>,
+    #[serde(default, with = "price", skip_serializing_if = "Option::is_none")]
+    pub output: Option<Decimal>,
     /// Price of a token read from the cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
+    #[serde(default, with = "price", skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<Decimal>,
     /// Price of a token written to the cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
+    #[serde(default, with = "price", skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<Decimal>,
 }
 
 /// The condition of a price tier.
@@ -337,74 +343,127 @@ pub struct TierConfig {
 
 impl ModelCostConfig {
     /// These prices over `base` (the catalog's), field by field; without a base, unset means 0.
-    ///
-    /// Fails only for a price that no decimal can hold.
-    pub fn resolve(&self, base: Option<&ModelCost>) -> Result<ModelCost, serde_json::Error> {
-        // The catalog's shape goes through session-core's own mapping, so prices are read the
-        // same way as the embedded catalog's.
-        let configured = ModelCost::from_catalog(&self.to_catalog_json())?;
+    pub fn resolve(&self, base: Option<&ModelCost>) -> ModelCost {
         let mut cost = base.cloned().unwrap_or_default();
-        if self.input.is_some() {
-            cost.input = configured.input;
+        if let Some(input) = self.input {
+            cost.input = input;
         }
-        if self.output.is_some() {
-            cost.output = configured.output;
+        if let Some(output) = self.output {
+            cost.output = output;
         }
-        if self.cache_read.is_some() {
-            cost.cache.read = configured.cache.read;
+        if let Some(read) = self.cache_read {
+            cost.cache.read = read;
         }
-        if self.cache_write.is_some() {
-            cost.cache.write = configured.cache.write;
+        if let Some(write) = self.cache_write {
+            cost.cache.write = write;
         }
-        if self.tiers.is_some() {
-            cost.tiers = configured.tiers;
-        }
-        if self.context_over_200k.is_some() {
-            cost.experimental_over_200k = configured.experimental_over_200k;
-        }
-        Ok(cost)
-    }
-
-    fn to_catalog_json(&self) -> Value {
-        let mut object = prices_json(self.input, self.output, self.cache_read, self.cache_write);
         if let Some(tiers) = &self.tiers {
-            let tiers = tiers
-                .iter()
-                .map(|t| {
-                    let mut tier = prices_json(t.input, t.output, t.cache_read, t.cache_write);
-                    let mut bound = Map::new();
-                    bound.insert("size".to_owned(), Value::from(t.tier.size));
-                    if let Some(kind) = &t.tier.kind {
-                        bound.insert("type".to_owned(), Value::from(kind.as_str()));
-                    }
-                    tier.insert("tier".to_owned(), Value::Object(bound));
-                    Value::Object(tier)
-                })
-                .collect();
-            object.insert("tiers".to_owned(), Value::Array(tiers));
+            cost.tiers = tiers.iter().map(CostTierConfig::to_tier).collect();
         }
         if let Some(over) = &self.context_over_200k {
-            let prices = prices_json(over.input, over.output, over.cache_read, over.cache_write);
-            object.insert("context_over_200k".to_owned(), Value::Object(prices));
+            cost.experimental_over_200k = Some(over.to_prices());
         }
-        Value::Object(object)
+        cost
     }
 }
 
-fn prices_json(
-    input: Option<f64>,
-    output: Option<f64>,
-    read: Option<f64>,
-    write: Option<f64>,
-) -> Map<String, Value> {
-    let mut object = Map::new();
-    for (key, price) in [("input", input), ("output", output), ("cache_read", read), ("cache_write", write)] {
-        // JSON numbers are finite, so `from` never yields null here.
-        if let Some(price) = price {
-            object.insert(key.to_owned(), Value::from(price));
+impl PricesConfig {
+    /// The prices, unset ones 0 (as in a catalog entry).
+    fn to_prices(&self) -> Prices {
+        prices(self.input, self.output, self.cache_read, self.cache_write)
+    }
+}
+
+impl CostTierConfig {
+    /// The tier, unset prices 0 and an unset type a context tier (as in a catalog entry).
+    fn to_tier(&self) -> CostTier {
+        let prices = prices(self.input, self.output, self.cache_read, self.cache_write);
+        CostTier {
+            tier: TierBound {
+                kind: self.tier.kind.clone().unwrap_or_else(|| CONTEXT_TIER.to_owned()),
+                size: self.tier.size,
+            },
+            input: prices.input,
+            output: prices.output,
+            cache: prices.cache,
         }
     }
-    object
+}
+
+fn prices(
+    input: Option<Decimal>,
+    output: Option<Decimal>,
+    read: Option<Decimal>,
+    write: Option<Decimal>,
+) -> Prices {
+    Prices {
+        input: input.unwrap_or_default(),
+        output: output.unwrap_or_default(),
+        cache: CachePrices { read: read.unwrap_or_default(), write: write.unwrap_or_default() },
+    }
+}
+
+/// Configured prices as JSON numbers: read like the catalog's (an `f64`'s shortest decimal
+/// text, so `0.1` is exactly one tenth), written back as the nearest `f64`.
+mod price {
+    use std::fmt;
+    use std::str::FromStr;
+
+    use rust_decimal::Decimal;
+    use serde::de::{self, Deserializer, Visitor};
+    use serde::{Deserialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Decimal>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            // Parsing the decimal text gives the correctly rounded f64.
+            Some(price) => serializer
+                .serialize_f64(f64::from_str(&price.to_string()).map_err(serde::ser::Error::custom)?),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Decimal>, D::Error> {
+        Ok(Option::<Price>::deserialize(deserializer)?.map(|price| price.0))
+    }
+
+    struct Price(Decimal);
+
+    impl<'de> Deserialize<'de> for Price {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_f64(PriceVisitor).map(Price)
+        }
+    }
+
+    struct PriceVisitor;
+
+    impl Visitor<'_> for PriceVisitor {
+        type Value = Decimal;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            // The type name the config's error messages translate ("a number").
+            f.write_str("f64")
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Decimal, E> {
+            Ok(Decimal::from(v))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Decimal, E> {
+            Ok(Decimal::from(v))
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Decimal, E> {
+            // `{}` prints the shortest text that reads back as `v`, never in exponent form.
+            Decimal::from_str(&v.to_string()).map_err(|_| {
+                E::invalid_value(de::Unexpected::Float(v), &"a price that fits a decimal number")
+            })
+        }
+    }
 }
 
 /// `agent.<name>`: an override of a built-in agent or a new agent.
@@ -494,6 +553,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn prices_are_decimals_and_one_no_decimal_holds_is_a_type_error() {
+        let cost: ModelCostConfig = serde_json::from_value(json!({"input": 0.1, "output": 2})).unwrap();
+        assert_eq!(cost.input, Some(Decimal::new(1, 1)), "0.1 is exactly one tenth");
+        assert_eq!(cost.output, Some(Decimal::from(2)));
+        let layer = json!({"provider": {"x": {"models": {"m": {"cost": {"input": 1e30}}}}}});
+        let error = super::super::ConfigLayer::from_value("session.json", layer).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "session.json: provider.x.models.m.cost.input: expected a price that fits a decimal number, found \
+             number 1e+30"
+        );
+    }
+
+    #[test]
     fn limits_override_the_catalog_field_by_field() {
         let catalog = ModelLimit { context: 200_000, input: Some(180_000), output: 64_000 };
         let config = ModelLimitConfig { context: None, input: None, output: Some(8_192) };
@@ -507,10 +580,10 @@ mod tests {
     #[test]
     fn unset_prices_keep_the_catalogs() {
         let catalog = ModelCost::from_catalog(&json!({"input": 3, "output": 15, "cache_read": 0.3})).unwrap();
-        let config = ModelCostConfig { output: Some(10.0), ..ModelCostConfig::default() };
+        let config = ModelCostConfig { output: Some(Decimal::from(10)), ..ModelCostConfig::default() };
         let expected =
             ModelCost::from_catalog(&json!({"input": 3, "output": 10, "cache_read": 0.3})).unwrap();
-        assert_eq!(config.resolve(Some(&catalog)).unwrap(), expected);
+        assert_eq!(config.resolve(Some(&catalog)), expected);
     }
 
     #[test]

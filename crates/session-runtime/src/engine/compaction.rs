@@ -8,7 +8,7 @@ use session_core::{
     preserve_budget, replay_parts, replay_user_message, select_tail, summary_message, summary_prompt,
     summary_request, tail_turns, too_large_error, usable,
 };
-use session_llm::{LlmRequest, ProviderOptions};
+use session_llm::{LlmRequest, RequestOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::bus::BusEvent;
@@ -77,7 +77,7 @@ impl Runtime {
             messages: summary_request(head, &target, &prompt),
             tools: Vec::new(),
             max_output_tokens: self.max_output_tokens(&catalog),
-            options: ProviderOptions::default(),
+            options: RequestOptions::default(),
             cancel: cancel.child_token(),
         };
         let processor = self.processor_for(summary.clone(), &catalog);

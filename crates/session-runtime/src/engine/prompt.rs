@@ -10,7 +10,7 @@ use session_core::{
     OutputFormat, SessionId, ToModelOptions, UserMessage, disabled_tools, filter_compacted,
     to_model_messages,
 };
-use session_llm::{LlmRequest, ProviderOptions, ToolChoice, ToolSpec};
+use session_llm::{LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
@@ -289,7 +289,7 @@ impl Runtime {
             .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
             .collect();
         let mut system = vec![agent.prompt.clone(), self.environment()];
-        let mut options = ProviderOptions::default();
+        let mut options = RequestOptions::default();
         if let Some(structured) = &structured {
             tools.push(structured.tool());
             system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());

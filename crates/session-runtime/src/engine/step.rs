@@ -12,7 +12,7 @@ use session_core::{
 };
 use session_llm::LlmRequest;
 use session_store::{PartDelta, WriteBatch};
-use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolCall};
+use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolInvocation};
 use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
@@ -311,7 +311,7 @@ impl<'a> StepDriver<'a> {
                 self.context.structured.map(|structured| Input::Event(structured.capture(call_id, input)))
             }
             Effect::ExecuteTool { call_id, tool, input, .. } => {
-                let call = ToolCall { call_id, tool, input };
+                let call = ToolInvocation { call_id, tool, input };
                 self.tracker.spawn(runtime.tools.clone(), call, self.scope.clone());
                 None
             }

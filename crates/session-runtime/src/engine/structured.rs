@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 use session_core::{JsonObject, LlmEvent, MessageError, ToolFailure};
 use session_llm::ToolSpec;
-use session_tools::{ToolResult, schema_problems};
+use session_tools::{ToolSuccess, schema_problems};
 
 use super::runs::lock;
 
@@ -64,7 +64,7 @@ impl StructuredOutput {
         let problems = schema_problems(&self.validator, &value);
         if problems.is_empty() {
             *lock(&self.captured) = Some(value);
-            let result = ToolResult::new("Structured output", CAPTURED, JsonObject::new());
+            let result = ToolSuccess::new("Structured output", CAPTURED, JsonObject::new());
             LlmEvent::ToolResult {
                 id: call_id,
                 name: STRUCTURED_OUTPUT_TOOL.to_owned(),

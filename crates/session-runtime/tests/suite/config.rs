@@ -9,8 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use session_core::{Action, ModelCost, ModelLimit, Rule};
 use session_runtime::{
-    AgentMode, ApiKind, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load,
-    user_config_dir,
+    AgentMode, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load, user_config_dir,
 };
 use tempfile::TempDir;
 
@@ -226,7 +225,7 @@ fn a_local_ollama_project_config_loads() {
     assert_eq!(tree.warnings(&loaded), Vec::<String>::new());
 
     let ollama = &loaded.config.provider["ollama"];
-    assert_eq!(ollama.api_kind("ollama").unwrap(), Some(ApiKind::OpenAiChat));
+    assert_eq!(ollama.api("ollama").unwrap(), Some(session_llm::Api::OpenAiChat));
     assert_eq!(ollama.base_url(), Some("http://127.0.0.1:11434/v1"));
     let qwen = &ollama.models["qwen2.5-coder:32b"];
     assert_eq!(qwen.limit.unwrap().resolve(None), ModelLimit { context: 32768, input: None, output: 8192 });
@@ -291,15 +290,15 @@ fn every_key_this_runtime_reads_loads_and_the_rest_is_accepted() {
     let retry = config.provider["openai"].options.retry.clone().unwrap();
     assert_eq!(retry.allowed_retries(), 3);
     assert!(retry.retries_status(503) && !retry.retries_status(500));
-    assert_eq!(config.provider["groq"].api_kind("groq").unwrap(), Some(ApiKind::OpenAiChat));
-    assert_eq!(config.provider["openai"].api_kind("openai").unwrap(), None, "the catalog decides");
+    assert_eq!(config.provider["groq"].api("groq").unwrap(), Some(session_llm::Api::OpenAiChat));
+    assert_eq!(config.provider["openai"].api("openai").unwrap(), None, "the catalog decides");
 
     // A configured cost overrides the catalog's field by field.
     let catalog =
         ModelCost::from_catalog(&json!({"input": 3, "output": 12, "cache_read": 1, "cache_write": 4}))
             .unwrap();
     let cost = config.provider["openai"].models["gpt-4.1"].cost.as_ref().unwrap();
-    let resolved = cost.resolve(Some(&catalog)).unwrap();
+    let resolved = cost.resolve(Some(&catalog));
     let expected = ModelCost::from_catalog(&json!({
         "input": 2, "output": 8, "cache_read": 0.5, "cache_write": 4,
         "tiers": [{"tier": {"size": 200000}, "input": 4, "output": 16}],
@@ -524,7 +523,7 @@ fn an_unsupported_provider_package_is_a_clear_error() {
     let tree = Tree::new();
     tree.write("repo/session.json", r#"{"provider": {"bedrock": {"npm": "@ai-sdk/amazon-bedrock"}}}"#);
     let loaded = tree.load("repo", None, &[]).unwrap();
-    let error = loaded.config.provider["bedrock"].api_kind("bedrock").unwrap_err();
+    let error = loaded.config.provider["bedrock"].api("bedrock").unwrap_err();
     assert!(
         error
             .to_string()

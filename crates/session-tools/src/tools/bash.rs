@@ -15,7 +15,6 @@ use nix::unistd::Pid;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use session_core::JsonObject;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -23,7 +22,7 @@ use tokio::time::Instant;
 use super::{cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "bash";
 /// The timeout when the call gives none (2 minutes).
@@ -78,7 +77,7 @@ const SUBCOMMAND_TOOLS: [&str; 24] = [
 ];
 
 #[derive(Debug, Deserialize, JsonSchema)]
-struct BashArgs {
+pub(crate) struct BashArgs {
     /// The command to execute
     command: String,
     /// Optional timeout in milliseconds
@@ -237,21 +236,12 @@ async fn pump(mut reader: impl tokio::io::AsyncRead + Unpin, sender: mpsc::Sende
 }
 
 #[async_trait]
-impl Tool for BashTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for BashTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = BashArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<BashArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: BashArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let workdir =
             ctx.resolve_path(args.workdir.as_deref().unwrap_or(""), PathKind::Directory).await?.path;
         let commands = split_commands(&args.command);
@@ -292,7 +282,12 @@ impl Tool for BashTool {
 }
 
 impl BashTool {
-    async fn run(&self, args: &BashArgs, workdir: &Path, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn run(
+        &self,
+        args: &BashArgs,
+        workdir: &Path,
+        ctx: &ToolContext,
+    ) -> Result<ToolSuccess, ToolError> {
         let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
         let description = Value::String(args.description.clone());
         let mut child = tokio::process::Command::new(&self.shell)
@@ -423,7 +418,7 @@ impl BashTool {
         if aborted {
             metadata.insert("aborted".into(), Value::Bool(true));
         }
-        Ok(ToolResult::new(args.description.clone(), output, metadata))
+        Ok(ToolSuccess::new(args.description.clone(), output, metadata))
     }
 }
 

@@ -13,7 +13,7 @@ use similar::{ChangeTag, TextDiff};
 use super::object;
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "edit";
 
@@ -24,7 +24,7 @@ workspace root.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct EditArgs {
+pub(crate) struct EditArgs {
     /// The absolute path to the file to modify
     file_path: String,
     /// The text to replace
@@ -89,21 +89,12 @@ fn replace(content: &str, old: &str, new: &str, all: bool) -> Result<String, Too
 }
 
 #[async_trait]
-impl Tool for EditTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for EditTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = EditArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<EditArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: EditArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         if args.old_string == args.new_string {
             return Err(ToolError::EditNoChange);
         }
@@ -165,6 +156,6 @@ impl Tool for EditTool {
             ("filediff", filediff_json(&shown, &file_diff)),
         ]);
         ctx.metadata(None, Some(metadata.clone()));
-        Ok(ToolResult::new(relative, "Edit applied successfully.", metadata))
+        Ok(ToolSuccess::new(relative, "Edit applied successfully.", metadata))
     }
 }

@@ -6,13 +6,12 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use session_core::JsonObject;
 
 use super::search::{RESULT_LIMIT, collect, overrides, walker};
 use super::{blocking, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "glob";
 
@@ -21,7 +20,7 @@ like \"**/*.js\" or \"src/**/*.ts\" and returns matching file paths sorted by mo
 Files ignored by .gitignore are skipped. At most 100 paths are returned.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
-struct GlobArgs {
+pub(crate) struct GlobArgs {
     /// The glob pattern to match files against
     pattern: String,
     /// The directory to search in. If not specified, the current working directory will be used. IMPORTANT: Omit this field to use the default directory. DO NOT enter "undefined" or "null" - simply omit it for the default behavior. Must be a valid directory path if provided.
@@ -33,21 +32,12 @@ struct GlobArgs {
 pub struct GlobTool;
 
 #[async_trait]
-impl Tool for GlobTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for GlobTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = GlobArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<GlobArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: GlobArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: GlobArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.resolve_path(args.path.as_deref().unwrap_or(""), PathKind::Directory).await?;
         ctx.ask_for(
             NAME,
@@ -90,7 +80,7 @@ impl Tool for GlobTool {
                     "(Results are truncated: showing first {RESULT_LIMIT} results. Consider using a more specific path or pattern.)"
                 ));
             }
-            Ok(ToolResult::new(
+            Ok(ToolSuccess::new(
                 title,
                 lines.join("\n"),
                 object([("count", Value::from(files.len())), ("truncated", Value::Bool(truncated))]),

@@ -10,14 +10,13 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use session_core::JsonObject;
 
 use super::read::MAX_LINE_LENGTH;
 use super::search::{RESULT_LIMIT, collect, contained_target, overrides, walker};
 use super::{blocking, cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "grep";
 
@@ -27,7 +26,7 @@ with their file paths and line numbers. Filter files with include (e.g. \"*.js\"
 ignored by .gitignore and binary files are skipped. At most 100 matches are returned.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
-struct GrepArgs {
+pub(crate) struct GrepArgs {
     /// The regex pattern to search for in file contents
     pattern: String,
     /// The directory to search in. Defaults to the current working directory.
@@ -72,21 +71,12 @@ fn search_file(
 }
 
 #[async_trait]
-impl Tool for GrepTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for GrepTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = GrepArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<GrepArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: GrepArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: GrepArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         if args.pattern.is_empty() {
             return Err(ToolError::invalid("pattern is required"));
         }
@@ -146,7 +136,7 @@ impl Tool for GrepTool {
         })
         .await?;
         if hits.is_empty() {
-            return Ok(ToolResult::new(
+            return Ok(ToolSuccess::new(
                 pattern,
                 "No files found",
                 object([("matches", Value::from(0)), ("truncated", Value::Bool(false))]),
@@ -173,7 +163,7 @@ impl Tool for GrepTool {
             output.push(String::new());
             output.push("(Results truncated. Consider using a more specific path or pattern.)".into());
         }
-        Ok(ToolResult::new(
+        Ok(ToolSuccess::new(
             pattern,
             output.join("\n"),
             object([("matches", Value::from(hits.len())), ("truncated", Value::Bool(truncated))]),

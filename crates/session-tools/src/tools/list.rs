@@ -7,13 +7,12 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use session_core::JsonObject;
 
 use super::search::{RESULT_LIMIT, collect, overrides, walker};
 use super::{blocking, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "list";
 
@@ -50,7 +49,7 @@ folders are skipped; add glob patterns to ignore with the ignore parameter. At m
 Prefer the glob and grep tools when you know what you are looking for.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
-struct ListArgs {
+pub(crate) struct ListArgs {
     /// The absolute path to the directory to list (must be absolute, not relative)
     path: Option<String>,
     /// List of glob patterns to ignore
@@ -90,21 +89,12 @@ fn parent_of(dir: &str) -> Option<&str> {
 }
 
 #[async_trait]
-impl Tool for ListTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for ListTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = ListArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<ListArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: ListArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: ListArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.resolve_path(args.path.as_deref().unwrap_or(""), PathKind::Directory).await?;
         let search = resolved.path.clone();
         let shown = search.to_string_lossy().into_owned();
@@ -154,7 +144,7 @@ impl Tool for ListTool {
                     "\n(Results are truncated: showing first {RESULT_LIMIT} files. Use a more specific path.)\n"
                 ));
             }
-            Ok(ToolResult::new(
+            Ok(ToolSuccess::new(
                 title,
                 output,
                 object([("count", Value::from(files.len())), ("truncated", Value::Bool(truncated))]),

@@ -14,7 +14,7 @@ use session_core::{FilePart, JsonObject};
 use super::{blocking, cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "read";
 const DEFAULT_READ_LIMIT: u64 = 2000;
@@ -33,7 +33,7 @@ attachments; other binary files cannot be read. Reading a directory lists its en
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// The absolute path to the file or directory to read
     file_path: String,
     /// The line number to start reading from (1-indexed)
@@ -49,21 +49,12 @@ struct ReadArgs {
 pub struct ReadTool;
 
 #[async_trait]
-impl Tool for ReadTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for ReadTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = ReadArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<ReadArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: ReadArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.workspace().resolve(&args.file_path)?;
         let path = resolved.path.clone();
         let shown = path.to_string_lossy().into_owned();
@@ -96,7 +87,7 @@ impl Tool for ReadTool {
                 if mime == "application/pdf" { "PDF read successfully" } else { "Image read successfully" };
             let url =
                 format!("data:{mime};base64,{}", base64::engine::general_purpose::STANDARD.encode(bytes));
-            let mut result = ToolResult::new(
+            let mut result = ToolSuccess::new(
                 title,
                 message,
                 object([
@@ -131,7 +122,7 @@ fn suggestions(path: &Path) -> Vec<String> {
     found
 }
 
-fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<ToolResult, ToolError> {
+fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<ToolSuccess, ToolError> {
     let shown = path.to_string_lossy().into_owned();
     let entries = std::fs::read_dir(path).map_err(|e| ToolError::io("list", &shown, e))?;
     let mut items: Vec<String> = entries
@@ -168,7 +159,7 @@ fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<T
     ]
     .join("\n");
     let preview = sliced.iter().take(20).map(|s| s.as_str()).collect::<Vec<_>>().join("\n");
-    Ok(ToolResult::new(
+    Ok(ToolSuccess::new(
         title,
         output,
         object([
@@ -236,7 +227,7 @@ fn read_lines(
     title: &str,
     offset: u64,
     limit: u64,
-) -> Result<ToolResult, ToolError> {
+) -> Result<ToolSuccess, ToolError> {
     let mut file = std::fs::File::open(path).map_err(|e| ToolError::io("read", shown, e))?;
     if is_binary(path, &mut file).map_err(|e| ToolError::io("read", shown, e))? {
         return Err(ToolError::BinaryFile { path: shown.to_owned() });
@@ -313,7 +304,7 @@ fn read_lines(
     }
     output.push_str("\n</content>");
     let preview = raw.iter().take(20).cloned().collect::<Vec<_>>().join("\n");
-    Ok(ToolResult::new(
+    Ok(ToolSuccess::new(
         title,
         output,
         object([

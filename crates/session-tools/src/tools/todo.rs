@@ -3,14 +3,13 @@
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 use session_core::JsonObject;
 
 use super::object;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::todo::Todo;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const WRITE_DESCRIPTION: &str = "Creates and updates the structured task list of the current session. Use it to \
 plan multi-step work, track progress and show the user what is being done. Send the whole updated list every \
@@ -19,13 +18,13 @@ time; mark a task in_progress when you start it and completed as soon as it is d
 const READ_DESCRIPTION: &str = "Reads the current session's todo list.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
-struct TodoWriteArgs {
+pub(crate) struct TodoWriteArgs {
     /// The updated todo list
     todos: Vec<Todo>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-struct TodoReadArgs {}
+pub(crate) struct TodoReadArgs {}
 
 /// The `todowrite` tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,53 +34,35 @@ pub struct TodoWriteTool;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TodoReadTool;
 
-fn result(todos: &[Todo]) -> Result<ToolResult, ToolError> {
+fn result(todos: &[Todo]) -> Result<ToolSuccess, ToolError> {
     let open = todos.iter().filter(|todo| todo.status != "completed").count();
     let value = serde_json::to_value(todos).map_err(|e| ToolError::Failed { message: e.to_string() })?;
     let output =
         serde_json::to_string_pretty(&value).map_err(|e| ToolError::Failed { message: e.to_string() })?;
-    Ok(ToolResult::new(format!("{open} todos"), output, object([("todos", value)])))
+    Ok(ToolSuccess::new(format!("{open} todos"), output, object([("todos", value)])))
 }
 
 #[async_trait]
-impl Tool for TodoWriteTool {
-    fn name(&self) -> &str {
-        "todowrite"
-    }
+impl TypedTool for TodoWriteTool {
+    const NAME: &'static str = "todowrite";
+    const DESCRIPTION: &'static str = WRITE_DESCRIPTION;
+    type Input = TodoWriteArgs;
 
-    fn description(&self) -> &str {
-        WRITE_DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<TodoWriteArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: TodoWriteArgs = parse_args("todowrite", args)?;
-        ctx.ask_for("todowrite", vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
+    async fn run(&self, args: TodoWriteArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
+        ctx.ask_for(Self::NAME, vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
         ctx.todos().set(ctx.session_id(), args.todos.clone());
         result(&args.todos)
     }
 }
 
 #[async_trait]
-impl Tool for TodoReadTool {
-    fn name(&self) -> &str {
-        "todoread"
-    }
+impl TypedTool for TodoReadTool {
+    const NAME: &'static str = "todoread";
+    const DESCRIPTION: &'static str = READ_DESCRIPTION;
+    type Input = TodoReadArgs;
 
-    fn description(&self) -> &str {
-        READ_DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<TodoReadArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let _: TodoReadArgs = parse_args("todoread", args)?;
-        ctx.ask_for("todoread", vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
+    async fn run(&self, _: TodoReadArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
+        ctx.ask_for(Self::NAME, vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
         result(&ctx.todos().get(ctx.session_id()))
     }
 }

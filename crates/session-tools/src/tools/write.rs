@@ -10,7 +10,7 @@ use super::edit::{diff, filediff_json};
 use super::object;
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
-use crate::tool::{Tool, ToolResult, parse_args, schema_for};
+use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "write";
 
@@ -20,7 +20,7 @@ with the edit tool.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct WriteArgs {
+pub(crate) struct WriteArgs {
     /// The content to write to the file
     content: String,
     /// The absolute path to the file to write (must be absolute, not relative)
@@ -32,21 +32,12 @@ struct WriteArgs {
 pub struct WriteTool;
 
 #[async_trait]
-impl Tool for WriteTool {
-    fn name(&self) -> &str {
-        NAME
-    }
+impl TypedTool for WriteTool {
+    const NAME: &'static str = NAME;
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    type Input = WriteArgs;
 
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        schema_for::<WriteArgs>()
-    }
-
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
-        let args: WriteArgs = parse_args(NAME, args)?;
+    async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.resolve_path(&args.file_path, PathKind::File).await?;
         let path = resolved.path.clone();
         let shown = path.to_string_lossy().into_owned();
@@ -80,7 +71,7 @@ impl Tool for WriteTool {
         tokio::fs::write(&path, args.content.as_bytes())
             .await
             .map_err(|e| ToolError::io("write", &shown, e))?;
-        Ok(ToolResult::new(
+        Ok(ToolSuccess::new(
             relative,
             "Wrote file successfully.",
             object([

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use session_core::{JsonObject, PermissionError, ToolFailure, derive_output};
 use session_tools::{
     PermissionEngine, ReplyLater, Tool, ToolCompletion, ToolContext, ToolError, ToolExecutor, ToolRegistry,
-    ToolResult, Workspace, builtin_registry, parse_args, schema_for,
+    ToolSuccess, Workspace, builtin_registry, parse_args, schema_for,
 };
 
 use super::support::{Fixture, obj};
@@ -39,10 +39,10 @@ impl Tool for Counting {
     fn parameters(&self) -> Value {
         schema_for::<CountArgs>()
     }
-    async fn execute(&self, args: JsonObject, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn execute(&self, args: JsonObject, _ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let args: CountArgs = parse_args("counting", args)?;
         self.0.fetch_add(1, Ordering::SeqCst);
-        Ok(ToolResult::new(args.file_path, format!("ran {:?}", args.count), JsonObject::new()))
+        Ok(ToolSuccess::new(args.file_path, format!("ran {:?}", args.count), JsonObject::new()))
     }
 }
 
@@ -61,7 +61,7 @@ async fn arguments_failing_the_schema_never_reach_the_tool() {
     let scope = fx.scope();
     let run = |input: Value| {
         let call =
-            session_tools::ToolCall { call_id: "c".into(), tool: "counting".into(), input: obj(input) };
+            session_tools::ToolInvocation { call_id: "c".into(), tool: "counting".into(), input: obj(input) };
         let executor = &executor;
         let scope = scope.clone();
         async move {
@@ -135,7 +135,7 @@ async fn builtin_schemas_use_opencode_parameter_names() {
 fn results_and_errors_become_the_events_the_processor_reads() {
     let mut metadata = JsonObject::new();
     metadata.insert("exit".into(), json!(0));
-    let result = ToolResult::new("title", "out", metadata.clone());
+    let result = ToolSuccess::new("title", "out", metadata.clone());
     assert_eq!(result.to_value().value, json!({"output": "out", "title": "title", "metadata": {"exit": 0}}));
     let derived = derive_output("bash", result.to_value());
     assert_eq!(

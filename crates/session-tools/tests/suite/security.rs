@@ -22,7 +22,7 @@ fn setup() -> Fixture {
 }
 
 /// The call failed by a rejected `external_directory` ask, and leaked nothing.
-fn assert_asked_and_refused(fx: &Fixture, result: Result<session_tools::ToolResult, ToolError>) {
+fn assert_asked_and_refused(fx: &Fixture, result: Result<session_tools::ToolSuccess, ToolError>) {
     match result {
         Err(error) => {
             assert_eq!(error.to_string(), PERMISSION_REJECTED_TEXT, "{error:?}");

@@ -11,8 +11,8 @@ use session_core::{
     agent_ruleset,
 };
 use session_tools::{
-    CallScope, PermissionAnswer, PermissionAsker, PermissionEngine, ProgressSink, ToolCall, ToolError,
-    ToolExecutor, ToolResult, Workspace, builtin_registry,
+    CallScope, PermissionAnswer, PermissionAsker, PermissionEngine, ProgressSink, ToolError, ToolExecutor,
+    ToolInvocation, ToolSuccess, Workspace, builtin_registry,
 };
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
@@ -138,7 +138,7 @@ impl Fixture {
         path
     }
 
-    pub async fn run(&self, tool: &str, input: Value) -> Result<ToolResult, ToolError> {
+    pub async fn run(&self, tool: &str, input: Value) -> Result<ToolSuccess, ToolError> {
         self.run_with(tool, input, CancellationToken::new(), ProgressSink::none()).await
     }
 
@@ -148,9 +148,9 @@ impl Fixture {
         input: Value,
         abort: CancellationToken,
         progress: ProgressSink,
-    ) -> Result<ToolResult, ToolError> {
+    ) -> Result<ToolSuccess, ToolError> {
         let Value::Object(input) = input else { panic!("input must be an object") };
-        let call = ToolCall { call_id: "call_1".into(), tool: tool.into(), input };
+        let call = ToolInvocation { call_id: "call_1".into(), tool: tool.into(), input };
         self.executor.run(&call, &self.scope(), abort, progress).await
     }
 }

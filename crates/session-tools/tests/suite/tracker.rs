@@ -12,8 +12,8 @@ use session_core::{
     Processor, ProcessorConfig, ToolState, Waiting,
 };
 use session_tools::{
-    CLEANUP_GRACE, CallScope, CallTracker, PermissionEngine, Tool, ToolCall, ToolContext, ToolError,
-    ToolExecutor, ToolResult, ToolUpdate, Workspace, builtin_registry,
+    CLEANUP_GRACE, CallScope, CallTracker, PermissionEngine, Tool, ToolContext, ToolError, ToolExecutor,
+    ToolInvocation, ToolSuccess, ToolUpdate, Workspace, builtin_registry,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +33,7 @@ impl Tool for Sleepy {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"ms": {"type": "integer"}, "stubborn": {"type": "boolean"}}, "required": ["ms"]})
     }
-    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let ms = args["ms"].as_u64().unwrap_or(0);
         ctx.metadata(Some("sleeping".into()), Some(obj(json!({"output": "so far"}))));
         if args.get("stubborn") == Some(&json!(true)) {
@@ -44,7 +44,7 @@ impl Tool for Sleepy {
                 () = ctx.abort().cancelled() => return Err(ToolError::Aborted),
             }
         }
-        Ok(ToolResult::new("slept", format!("slept {ms}"), JsonObject::new()))
+        Ok(ToolSuccess::new("slept", format!("slept {ms}"), JsonObject::new()))
     }
 }
 
@@ -61,7 +61,7 @@ impl Tool for Panicky {
     fn parameters(&self) -> Value {
         json!({"type": "object"})
     }
-    async fn execute(&self, _args: JsonObject, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+    async fn execute(&self, _args: JsonObject, _ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         panic!("tool bug")
     }
 }
@@ -74,8 +74,8 @@ fn executor(fx: &Fixture) -> Arc<ToolExecutor> {
     Arc::new(ToolExecutor::new(registry, Workspace::new(&fx.root).unwrap(), engine))
 }
 
-fn call(id: &str, tool: &str, input: Value) -> ToolCall {
-    ToolCall { call_id: id.into(), tool: tool.into(), input: obj(input) }
+fn call(id: &str, tool: &str, input: Value) -> ToolInvocation {
+    ToolInvocation { call_id: id.into(), tool: tool.into(), input: obj(input) }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,7 +111,7 @@ async fn progress_comes_before_the_completion_and_maps_to_processor_inputs() {
     let handle = tracker.track("c1", "custom", &CancellationToken::new()).unwrap();
     assert!(tracker.track("c1", "custom", &CancellationToken::new()).is_none());
     handle.progress().report(Some("working".into()), None);
-    assert!(handle.complete(Ok(ToolResult::new("t", "o", JsonObject::new()))));
+    assert!(handle.complete(Ok(ToolSuccess::new("t", "o", JsonObject::new()))));
     let first = tracker.next().await.unwrap().into_input();
     assert_eq!(
         first,
@@ -130,7 +130,7 @@ async fn the_grace_gives_up_on_stuck_calls_and_ignores_their_late_completion() {
     stuck.progress().report(None, Some(obj(json!({"output": "partial"}))));
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        quick.complete(Ok(ToolResult::default()));
+        quick.complete(Ok(ToolSuccess::default()));
     });
     let started = Instant::now();
     let settlement = tracker.wait_all(CLEANUP_GRACE).await;
@@ -140,7 +140,7 @@ async fn the_grace_gives_up_on_stuck_calls_and_ignores_their_late_completion() {
     let ids: Vec<&str> = settlement.updates.iter().map(ToolUpdate::call_id).collect();
     assert_eq!(ids, vec!["stuck", "quick"], "the stuck call's progress, then the quick completion");
     assert!(stuck.abort().is_cancelled(), "cleanup cancels what it gives up on");
-    assert!(!stuck.complete(Ok(ToolResult::default())), "a late completion is ignored");
+    assert!(!stuck.complete(Ok(ToolSuccess::default())), "a late completion is ignored");
     assert!(tracker.next().await.is_none());
 }
 
@@ -200,7 +200,7 @@ impl Driver {
                     self.processor.handle(Input::Patch(Vec::new()), now()).unwrap()
                 }
                 effect @ Effect::ExecuteTool { .. } => {
-                    let call = ToolCall::from_effect(&effect).unwrap();
+                    let call = ToolInvocation::from_effect(&effect).unwrap();
                     self.tracker.spawn(self.executor.clone(), call, self.scope.clone());
                 }
                 Effect::AwaitToolCalls { .. } => {
