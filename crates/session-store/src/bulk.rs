@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crate::backend::{Backend, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
 use crate::rows::{MessageRow, PartRow, RowWrite};
-use crate::sql::{BulkSql, MAX_ROWS};
+use crate::sql::MAX_ROWS;
 use crate::util::to_db;
 
 /// A group of writes, deduplicated: the last write of an id wins, as it would in order.
@@ -80,11 +80,8 @@ fn chunk_sizes(len: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// Writes a plan: messages, then the sessions they touch, then parts. A failure names the
 /// first row of the statement that failed; write one by one to learn the exact row.
-pub(crate) async fn write_plan<DB: Backend>(
-    conn: &mut DB::Connection,
-    plan: &Plan<'_>,
-    bulk: &'static BulkSql,
-) -> StoreResult<()> {
+pub(crate) async fn write_plan<DB: Backend>(conn: &mut DB::Connection, plan: &Plan<'_>) -> StoreResult<()> {
+    let bulk = DB::bulk();
     for (start, size) in chunk_sizes(plan.messages.len()) {
         let rows = &plan.messages[start..start + size];
         let mut statement = query::<DB>(bulk.messages(size));
@@ -148,7 +145,7 @@ pub(crate) async fn write_each<DB: Backend>(conn: &mut DB::Connection, rows: &[R
             },
             RowWrite::Part(p) => Plan { messages: Vec::new(), touches: Vec::new(), parts: vec![p] },
         };
-        write_plan::<DB>(conn, &plan, DB::bulk()).await?;
+        write_plan::<DB>(conn, &plan).await?;
     }
     Ok(())
 }

@@ -294,13 +294,12 @@ impl<DB: Backend> Writer<DB> {
         if plan.len() == 0 {
             return Ok(0);
         }
-        let bulk = DB::bulk();
         let conn = self.connection().await.map_err(Some)?;
         let result = if plan.is_one_statement() {
-            write_plan::<DB>(&mut **conn, &plan, bulk).await
+            write_plan::<DB>(&mut **conn, &plan).await
         } else {
             match conn.begin_with(DB::sql().begin_write).await {
-                Ok(mut tx) => match write_plan::<DB>(&mut tx, &plan, bulk).await {
+                Ok(mut tx) => match write_plan::<DB>(&mut tx, &plan).await {
                     Ok(()) => tx.commit().await.map_err(StoreError::from_db),
                     Err(error) => Err(error),
                 },

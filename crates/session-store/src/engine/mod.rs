@@ -41,7 +41,7 @@ pub(crate) struct Engine<DB: Backend> {
     tasks: Mutex<Tasks>,
 }
 
-#[derive(Default)]
+/// The store's background tasks, taken on close.
 struct Tasks {
     writer: Option<JoinHandle<()>>,
     heartbeat: Option<JoinHandle<()>>,

@@ -95,7 +95,7 @@ impl<DB: Backend> Engine<DB> {
             }
         }
         match Plan::of(&[rows.as_slice()]) {
-            Some(plan) => write_plan::<DB>(&mut tx, &plan, DB::bulk()).await?,
+            Some(plan) => write_plan::<DB>(&mut tx, &plan).await?,
             None => write_each::<DB>(&mut tx, &rows).await?,
         }
         tx.commit().await.map_err(StoreError::from_db)?;
