@@ -5,7 +5,11 @@
 //! `postgres://postgres@127.0.0.1:5432/test`) in a schema of its own; when no server answers,
 //! its benchmarks are skipped.
 
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    missing_docs,
+    clippy::unwrap_used,
+    reason = "a benchmark fails loudly on a broken setup, and criterion's macros make undocumented items"
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -1,167 +1,26 @@
-//! What differs between SQLite and PostgreSQL: a few SQL fragments (money, row locks, the
-//! write transaction's BEGIN) and the migrations. Everything else is one text for both: both
-//! accept `$n` placeholders, `ON CONFLICT ... DO UPDATE` and `TRUE`/`FALSE`.
+//! The databases the store runs on, as the generic code sees them.
+//!
+//! [`Dialect`] is what each backend provides by hand: its statements, its multi-row upserts,
+//! its migrations. [`Backend`] is every sqlx bound the generic code needs (executing on a
+//! connection or the pool, binding and decoding the column types used), written once: a
+//! blanket impl proves them for any dialect that meets them, and the generic code asks only
+//! `DB: Backend`. Rust does not imply a trait's `where` clauses about other types (`String:
+//! Encode<DB>`) at its use sites, so the bounds live on that impl, and statements and rows are
+//! handled through [`Statement`] and [`Backend`]'s column readers instead of sqlx's methods.
 
-use std::sync::OnceLock;
+use std::future::Future;
 
 use sqlx::migrate::Migrator;
-use sqlx::{Postgres, Sqlite};
+use sqlx::query::Query;
+use sqlx::{
+    ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Postgres, Row, Sqlite, Type,
+};
 
-use crate::bulk::BulkSql;
+use crate::rows::{StoredMessageRow, StoredPartRow};
+use crate::sql::{self, BulkSql, Sql};
 
-/// The statements of one backend.
-#[derive(Debug)]
-pub(crate) struct Sql {
-    /// Opens a write transaction (SQLite takes the write lock at once, so a busy wait happens
-    /// up front instead of failing on lock upgrade).
-    pub begin_write: &'static str,
-    /// Opens a read transaction that sees one snapshot across its statements.
-    pub begin_read: &'static str,
-    /// What surrounds a placeholder written to a money column.
-    pub money_in: (&'static str, &'static str),
-    /// Long statements use `?` placeholders: SQLite looks a `$n` name up by scanning the
-    /// statement's names, which costs the square of the count on a 448-value insert.
-    pub positional: bool,
-    pub insert_session: &'static str,
-    pub select_session: &'static str,
-    pub session_exists: &'static str,
-    pub update_session: &'static str,
-    pub touch_session: &'static str,
-    pub list_sessions: &'static str,
-    pub child_sessions: &'static str,
-    pub delete_session: &'static str,
-    pub insert_message: &'static str,
-    pub insert_part: &'static str,
-    pub select_messages: &'static str,
-    pub select_parts: &'static str,
-    pub select_part: &'static str,
-    pub message_ids_from: &'static str,
-    pub message_ids_after: &'static str,
-    pub part_ids_from: &'static str,
-    pub delete_message: &'static str,
-    pub delete_parts_from: &'static str,
-    pub select_lease: &'static str,
-    pub set_lease: &'static str,
-    pub release_lease: &'static str,
-    pub renew_leases: &'static str,
-    pub expired_leases: &'static str,
-    /// Leases not yet expired, with their owners (to find owners that died).
-    pub held_leases: &'static str,
-    pub open_parts: &'static str,
-    pub close_part: &'static str,
-    pub open_messages: &'static str,
-    pub close_message: &'static str,
-}
-
-/// Builds a statement set from the fragments that differ: how a decimal text is written to
-/// and read from the money columns, and the row lock suffix of a read-for-update.
-macro_rules! statements {
-    (begin: $begin:literal, read: $read:literal, positional: $positional:literal,
-     money_in: ($mi_open:literal, $mi_close:literal),
-     money_out: $money_out:literal, lock: $lock:literal) => {
-        Sql {
-            begin_write: $begin,
-            begin_read: $read,
-            money_in: ($mi_open, $mi_close),
-            positional: $positional,
-            insert_session: "INSERT INTO sessions (id, project_id, directory, parent_id, title, time_created, \
-                             time_updated, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            select_session: "SELECT id, parent_id, title, time_created, time_updated, data \
-                             FROM sessions WHERE id = $1",
-            session_exists: "SELECT id FROM sessions WHERE id = $1",
-            update_session: "UPDATE sessions SET title = $2, time_updated = $3, data = $4 WHERE id = $1",
-            touch_session: "UPDATE sessions SET time_updated = $2 WHERE id = $1 AND time_updated < $2",
-            list_sessions: "SELECT id, parent_id, title, time_created, time_updated, data FROM sessions \
-                            WHERE ($1 IS NULL OR directory = $1) AND ($2 = FALSE OR parent_id IS NULL) \
-                            AND ($3 IS NULL OR time_updated < $3 OR (time_updated = $3 AND id > $4)) \
-                            ORDER BY time_updated DESC, id ASC LIMIT $5",
-            child_sessions: "SELECT id FROM sessions WHERE parent_id = $1",
-            delete_session: "DELETE FROM sessions WHERE id = $1",
-            insert_message: concat!(
-                "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES ($1, $2, $3, $4, ",
-                $mi_open, "$5", $mi_close, ", $6)"
-            ),
-            insert_part: concat!(
-                "INSERT INTO parts (id, session_id, message_id, type, open, cost, data) \
-                 VALUES ($1, $2, $3, $4, $5, ",
-                $mi_open, "$6", $mi_close, ", $7)"
-            ),
-            select_messages: concat!(
-                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 ORDER BY id"
-            ),
-            select_parts: concat!(
-                "SELECT id, session_id, message_id, type, ", $money_out,
-                ", data FROM parts WHERE session_id = $1 ORDER BY id"
-            ),
-            select_part: concat!(
-                "SELECT id, session_id, message_id, type, ", $money_out, ", data FROM parts WHERE id = $1"
-            ),
-            message_ids_from: "SELECT id FROM messages WHERE session_id = $1 AND id >= $2 ORDER BY id",
-            message_ids_after: "SELECT id FROM messages WHERE session_id = $1 AND id > $2 ORDER BY id",
-            part_ids_from: "SELECT id FROM parts WHERE message_id = $1 AND id >= $2 ORDER BY id",
-            delete_message: "DELETE FROM messages WHERE id = $1",
-            delete_parts_from: "DELETE FROM parts WHERE message_id = $1 AND id >= $2",
-            select_lease: concat!("SELECT lease_owner, lease_expires FROM sessions WHERE id = $1", $lock),
-            set_lease: "UPDATE sessions SET lease_owner = $2, lease_expires = $3 WHERE id = $1",
-            release_lease: "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL \
-                            WHERE id = $1 AND lease_owner = $2",
-            renew_leases: "UPDATE sessions SET lease_expires = $2 WHERE lease_owner = $1",
-            expired_leases: "SELECT id FROM sessions WHERE lease_owner IS NOT NULL AND lease_expires < $1 \
-                             ORDER BY id",
-            held_leases: "SELECT id, lease_owner FROM sessions WHERE lease_owner IS NOT NULL \
-                          AND lease_expires >= $1 ORDER BY id",
-            open_parts: concat!(
-                "SELECT id, session_id, message_id, type, ", $money_out,
-                ", data FROM parts WHERE session_id = $1 AND open ORDER BY id"
-            ),
-            close_part: "UPDATE parts SET open = FALSE, data = $2 WHERE id = $1",
-            open_messages: concat!(
-                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 AND open \
-                 ORDER BY id"
-            ),
-            close_message: "UPDATE messages SET open = FALSE, data = $2 WHERE id = $1",
-        }
-    };
-}
-
-static SQLITE_SQL: Sql = statements!(
-    begin: "BEGIN IMMEDIATE",
-    read: "BEGIN",
-    positional: true,
-    money_in: ("", ""),
-    money_out: "cost",
-    lock: ""
-);
-
-static POSTGRES_SQL: Sql = statements!(
-    begin: "BEGIN",
-    read: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
-    positional: false,
-    money_in: ("CAST(", " AS NUMERIC)"),
-    money_out: "CAST(cost AS TEXT)",
-    lock: " FOR UPDATE"
-);
-
-static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
-static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
-
-static SQLITE_BULK: OnceLock<BulkSql> = OnceLock::new();
-static POSTGRES_BULK: OnceLock<BulkSql> = OnceLock::new();
-
-/// The PostgreSQL statements (for tests of statement building).
-#[cfg(test)]
-pub(crate) fn postgres_sql() -> &'static Sql {
-    &POSTGRES_SQL
-}
-
-/// The SQLite statements (for tests of statement building).
-#[cfg(test)]
-pub(crate) fn sqlite_sql() -> &'static Sql {
-    &SQLITE_SQL
-}
-
-/// A database the store runs on.
-pub(crate) trait Backend: sqlx::Database {
+/// What a backend provides by hand.
+pub(crate) trait Dialect: Database {
     /// Its statements.
     fn sql() -> &'static Sql;
     /// Its multi-row statements.
@@ -170,13 +29,13 @@ pub(crate) trait Backend: sqlx::Database {
     fn rows_affected(result: &Self::QueryResult) -> u64;
 }
 
-impl Backend for Sqlite {
+impl Dialect for Sqlite {
     fn sql() -> &'static Sql {
-        &SQLITE_SQL
+        sql::sqlite()
     }
 
     fn bulk() -> &'static BulkSql {
-        BulkSql::of(&SQLITE_BULK, &SQLITE_SQL)
+        sql::sqlite_bulk()
     }
 
     fn rows_affected(result: &Self::QueryResult) -> u64 {
@@ -184,13 +43,13 @@ impl Backend for Sqlite {
     }
 }
 
-impl Backend for Postgres {
+impl Dialect for Postgres {
     fn sql() -> &'static Sql {
-        &POSTGRES_SQL
+        sql::postgres()
     }
 
     fn bulk() -> &'static BulkSql {
-        BulkSql::of(&POSTGRES_BULK, &POSTGRES_SQL)
+        sql::postgres_bulk()
     }
 
     fn rows_affected(result: &Self::QueryResult) -> u64 {
@@ -200,10 +59,262 @@ impl Backend for Postgres {
 
 /// The embedded SQLite migrations.
 pub(crate) fn sqlite_migrator() -> &'static Migrator {
-    &SQLITE_MIGRATOR
+    static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+    &MIGRATOR
 }
 
 /// The embedded PostgreSQL migrations.
 pub(crate) fn postgres_migrator() -> &'static Migrator {
-    &POSTGRES_MIGRATOR
+    static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+    &MIGRATOR
+}
+
+/// A value for a statement's placeholder: the column types the store writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Param<'a> {
+    /// TEXT.
+    Text(&'a str),
+    /// Nullable TEXT.
+    OptionalText(Option<&'a str>),
+    /// BIGINT.
+    Integer(i64),
+    /// Nullable BIGINT.
+    OptionalInteger(Option<i64>),
+    /// BOOLEAN.
+    Bool(bool),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(value: &'a str) -> Self {
+        Self::Text(value)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(value: &'a String) -> Self {
+        Self::Text(value)
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(value: Option<&'a str>) -> Self {
+        Self::OptionalText(value)
+    }
+}
+
+impl From<i64> for Param<'_> {
+    fn from(value: i64) -> Self {
+        Self::Integer(value)
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(value: Option<i64>) -> Self {
+        Self::OptionalInteger(value)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(value: bool) -> Self {
+        Self::Bool(value)
+    }
+}
+
+/// Where a statement runs: on a connection (or a transaction's), or on any connection of the
+/// pool.
+pub(crate) enum Target<'e, DB: Database> {
+    /// The pool.
+    Pool(&'e Pool<DB>),
+    /// One connection.
+    Connection(&'e mut DB::Connection),
+}
+
+impl<'e, DB: Database> From<&'e Pool<DB>> for Target<'e, DB> {
+    fn from(pool: &'e Pool<DB>) -> Self {
+        Self::Pool(pool)
+    }
+}
+
+impl<'e, DB: Database> From<&'e mut DB::Connection> for Target<'e, DB> {
+    fn from(connection: &'e mut DB::Connection) -> Self {
+        Self::Connection(connection)
+    }
+}
+
+/// A statement with its values bound (they are encoded as they are bound).
+#[must_use = "a statement does nothing until it runs"]
+pub(crate) struct Statement<DB: Database> {
+    query: Query<'static, DB, DB::Arguments>,
+}
+
+/// A statement of `sql`, to bind values to and run.
+pub(crate) fn query<DB: Backend>(sql: &'static str) -> Statement<DB> {
+    Statement { query: sqlx::query::<DB>(sql) }
+}
+
+impl<DB: Backend> Statement<DB> {
+    /// Binds the next placeholder.
+    pub(crate) fn bind<'a>(self, value: impl Into<Param<'a>>) -> Self {
+        Self { query: DB::bind(self.query, value.into()) }
+    }
+
+    /// Runs it; the result says how many rows changed.
+    pub(crate) fn execute<'e>(
+        self,
+        on: impl Into<Target<'e, DB>>,
+    ) -> impl Future<Output = Result<DB::QueryResult, sqlx::Error>> + Send + 'e {
+        DB::execute(self.query, on.into())
+    }
+
+    /// Runs it and returns every row.
+    pub(crate) fn fetch_all<'e>(
+        self,
+        on: impl Into<Target<'e, DB>>,
+    ) -> impl Future<Output = Result<Vec<DB::Row>, sqlx::Error>> + Send + 'e {
+        DB::fetch_all(self.query, on.into())
+    }
+
+    /// Runs it and returns the first row, if any.
+    pub(crate) fn fetch_optional<'e>(
+        self,
+        on: impl Into<Target<'e, DB>>,
+    ) -> impl Future<Output = Result<Option<DB::Row>, sqlx::Error>> + Send + 'e {
+        DB::fetch_optional(self.query, on.into())
+    }
+}
+
+/// A database the generic store code runs on: a [`Dialect`] meeting every sqlx bound that
+/// code needs. Implemented for every such dialect; only its blanket impl names the bounds.
+pub(crate) trait Backend: Dialect {
+    /// Binds one value.
+    fn bind(
+        query: Query<'static, Self, Self::Arguments>,
+        value: Param<'_>,
+    ) -> Query<'static, Self, Self::Arguments>;
+
+    /// Runs a statement.
+    fn execute<'e>(
+        query: Query<'static, Self, Self::Arguments>,
+        on: Target<'e, Self>,
+    ) -> impl Future<Output = Result<Self::QueryResult, sqlx::Error>> + Send + 'e;
+
+    /// Runs a statement and returns every row.
+    fn fetch_all<'e>(
+        query: Query<'static, Self, Self::Arguments>,
+        on: Target<'e, Self>,
+    ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e;
+
+    /// Runs a statement and returns the first row, if any.
+    fn fetch_optional<'e>(
+        query: Query<'static, Self, Self::Arguments>,
+        on: Target<'e, Self>,
+    ) -> impl Future<Output = Result<Option<Self::Row>, sqlx::Error>> + Send + 'e;
+
+    /// A TEXT column, borrowed from the row.
+    fn text(row: &Self::Row, index: usize) -> Result<&str, sqlx::Error>;
+
+    /// A nullable TEXT column, borrowed from the row.
+    fn optional_text(row: &Self::Row, index: usize) -> Result<Option<&str>, sqlx::Error>;
+
+    /// A BIGINT column.
+    fn integer(row: &Self::Row, index: usize) -> Result<i64, sqlx::Error>;
+
+    /// A nullable BIGINT column.
+    fn optional_integer(row: &Self::Row, index: usize) -> Result<Option<i64>, sqlx::Error>;
+}
+
+impl<DB> Backend for DB
+where
+    DB: Dialect,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
+    for<'q> bool: Encode<'q, DB> + Type<DB>,
+    for<'r> &'r str: Decode<'r, DB> + Type<DB>,
+    for<'r> i64: Decode<'r, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+{
+    fn bind(
+        query: Query<'static, Self, Self::Arguments>,
+        value: Param<'_>,
+    ) -> Query<'static, Self, Self::Arguments> {
+        match value {
+            Param::Text(text) => query.bind(text),
+            Param::OptionalText(text) => query.bind(text),
+            Param::Integer(number) => query.bind(number),
+            Param::OptionalInteger(number) => query.bind(number),
+            Param::Bool(flag) => query.bind(flag),
+        }
+    }
+
+    async fn execute(
+        query: Query<'static, Self, Self::Arguments>,
+        on: Target<'_, Self>,
+    ) -> Result<Self::QueryResult, sqlx::Error> {
+        match on {
+            Target::Pool(pool) => query.execute(pool).await,
+            Target::Connection(connection) => query.execute(connection).await,
+        }
+    }
+
+    async fn fetch_all(
+        query: Query<'static, Self, Self::Arguments>,
+        on: Target<'_, Self>,
+    ) -> Result<Vec<Self::Row>, sqlx::Error> {
+        match on {
+            Target::Pool(pool) => query.fetch_all(pool).await,
+            Target::Connection(connection) => query.fetch_all(connection).await,
+        }
+    }
+
+    async fn fetch_optional(
+        query: Query<'static, Self, Self::Arguments>,
+        on: Target<'_, Self>,
+    ) -> Result<Option<Self::Row>, sqlx::Error> {
+        match on {
+            Target::Pool(pool) => query.fetch_optional(pool).await,
+            Target::Connection(connection) => query.fetch_optional(connection).await,
+        }
+    }
+
+    fn text(row: &Self::Row, index: usize) -> Result<&str, sqlx::Error> {
+        row.try_get(index)
+    }
+
+    fn optional_text(row: &Self::Row, index: usize) -> Result<Option<&str>, sqlx::Error> {
+        row.try_get(index)
+    }
+
+    fn integer(row: &Self::Row, index: usize) -> Result<i64, sqlx::Error> {
+        row.try_get(index)
+    }
+
+    fn optional_integer(row: &Self::Row, index: usize) -> Result<Option<i64>, sqlx::Error> {
+        row.try_get(index)
+    }
+}
+
+/// The columns of a message row as selected: id, session_id, cost, data.
+pub(crate) fn message_columns<DB: Backend>(row: &DB::Row) -> Result<StoredMessageRow<'_>, sqlx::Error> {
+    Ok(StoredMessageRow {
+        id: DB::text(row, 0)?,
+        session_id: DB::text(row, 1)?,
+        cost: DB::optional_text(row, 2)?,
+        data: DB::text(row, 3)?,
+    })
+}
+
+/// The columns of a part row as selected: id, session_id, message_id, type, cost, data.
+pub(crate) fn part_columns<DB: Backend>(row: &DB::Row) -> Result<StoredPartRow<'_>, sqlx::Error> {
+    Ok(StoredPartRow {
+        id: DB::text(row, 0)?,
+        session_id: DB::text(row, 1)?,
+        message_id: DB::text(row, 2)?,
+        kind: DB::text(row, 3)?,
+        cost: DB::optional_text(row, 4)?,
+        data: DB::text(row, 5)?,
+    })
 }

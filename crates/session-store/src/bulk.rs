@@ -8,87 +8,12 @@
 //! NOT NULL constraint refuses, so the whole statement fails instead of skipping a row.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
-use sqlx::{Encode, Executor, IntoArguments, Type};
-
-use crate::backend::{Backend, Sql};
+use crate::backend::{Backend, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
-use crate::rows::{MessageRow, PartRow};
+use crate::rows::{MessageRow, PartRow, RowWrite};
+use crate::sql::MAX_ROWS;
 use crate::util::to_db;
-use crate::writer::RowWrite;
-
-/// Most rows in one statement.
-pub(crate) const MAX_ROWS: usize = 64;
-
-/// Upserts for 1 to [`MAX_ROWS`] rows, built on first use.
-#[derive(Debug)]
-pub(crate) struct BulkSql {
-    messages: Vec<String>,
-    parts: Vec<String>,
-}
-
-impl BulkSql {
-    fn build(sql: &Sql) -> Self {
-        let (open, close) = sql.money_in;
-        let placeholder = |n: usize| if sql.positional { "?".to_owned() } else { format!("${n}") };
-        let values = |columns: usize, money: usize, rows: usize| {
-            let mut text = String::new();
-            for row in 0..rows {
-                text.push_str(if row == 0 { "(" } else { ", (" });
-                for column in 1..=columns {
-                    if column > 1 {
-                        text.push_str(", ");
-                    }
-                    let n = row * columns + column;
-                    if column == money {
-                        text.push_str(&format!("{open}{}{close}", placeholder(n)));
-                    } else {
-                        text.push_str(&placeholder(n));
-                    }
-                }
-                text.push(')');
-            }
-            text
-        };
-        let messages = (1..=MAX_ROWS)
-            .map(|rows| {
-                format!(
-                    "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES {} \
-                     ON CONFLICT (id) DO UPDATE SET session_id = CASE WHEN messages.session_id = \
-                     excluded.session_id THEN excluded.session_id END, role = excluded.role, \
-                     open = excluded.open, cost = excluded.cost, data = excluded.data",
-                    values(6, 5, rows)
-                )
-            })
-            .collect();
-        let parts = (1..=MAX_ROWS)
-            .map(|rows| {
-                format!(
-                    "INSERT INTO parts (id, session_id, message_id, type, open, cost, data) VALUES {} \
-                     ON CONFLICT (id) DO UPDATE SET message_id = CASE WHEN parts.message_id = \
-                     excluded.message_id THEN excluded.message_id END, type = excluded.type, \
-                     open = excluded.open, cost = excluded.cost, data = excluded.data",
-                    values(7, 6, rows)
-                )
-            })
-            .collect();
-        Self { messages, parts }
-    }
-
-    /// The statements of a backend, built on first use.
-    pub(crate) fn of(cell: &'static OnceLock<BulkSql>, sql: &Sql) -> &'static BulkSql {
-        cell.get_or_init(|| Self::build(sql))
-    }
-
-    fn messages(&self, rows: usize) -> &str {
-        self.messages.get(rows.wrapping_sub(1)).map_or("", String::as_str)
-    }
-
-    fn parts(&self, rows: usize) -> &str {
-        self.parts.get(rows.wrapping_sub(1)).map_or("", String::as_str)
-    }
-}
 
 /// A group of writes, deduplicated: the last write of an id wins, as it would in order.
 #[derive(Debug, Default)]
@@ -155,25 +80,13 @@ fn chunk_sizes(len: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// Writes a plan: messages, then the sessions they touch, then parts. A failure names the
 /// first row of the statement that failed; write one by one to learn the exact row.
-pub(crate) async fn write_plan<DB>(
-    conn: &mut DB::Connection,
-    plan: &Plan<'_>,
-    bulk: &'static BulkSql,
-) -> StoreResult<()>
-where
-    DB: Backend,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> bool: Encode<'q, DB> + Type<DB>,
-{
+pub(crate) async fn write_plan<DB: Backend>(conn: &mut DB::Connection, plan: &Plan<'_>) -> StoreResult<()> {
+    let bulk = DB::bulk();
     for (start, size) in chunk_sizes(plan.messages.len()) {
         let rows = &plan.messages[start..start + size];
-        let mut query = sqlx::query::<DB>(bulk.messages(size));
+        let mut statement = query::<DB>(bulk.messages(size));
         for m in rows {
-            query = query
+            statement = statement
                 .bind(m.id.as_str())
                 .bind(m.session_id.as_str())
                 .bind(m.role)
@@ -181,7 +94,7 @@ where
                 .bind(m.cost.as_deref())
                 .bind(m.data.as_str());
         }
-        let result = query
+        let result = statement
             .execute(&mut *conn)
             .await
             .map_err(|e| StoreError::on_write(e, EntityKind::Message, &rows[0].id))?;
@@ -190,7 +103,7 @@ where
         }
     }
     for (session_id, touched) in &plan.touches {
-        sqlx::query::<DB>(DB::sql().touch_session)
+        query::<DB>(DB::sql().touch_session)
             .bind(*session_id)
             .bind(to_db(*touched))
             .execute(&mut *conn)
@@ -199,9 +112,9 @@ where
     }
     for (start, size) in chunk_sizes(plan.parts.len()) {
         let rows = &plan.parts[start..start + size];
-        let mut query = sqlx::query::<DB>(bulk.parts(size));
+        let mut statement = query::<DB>(bulk.parts(size));
         for p in rows {
-            query = query
+            statement = statement
                 .bind(p.id.as_str())
                 .bind(p.session_id.as_str())
                 .bind(p.message_id.as_str())
@@ -210,7 +123,7 @@ where
                 .bind(p.cost.as_deref())
                 .bind(p.data.as_str());
         }
-        let result = query
+        let result = statement
             .execute(&mut *conn)
             .await
             .map_err(|e| StoreError::on_write(e, EntityKind::Part, &rows[0].id))?;
@@ -222,16 +135,7 @@ where
 }
 
 /// Writes rows one statement each, in order, so that an error names its row.
-pub(crate) async fn write_each<DB>(conn: &mut DB::Connection, rows: &[RowWrite]) -> StoreResult<()>
-where
-    DB: Backend,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> bool: Encode<'q, DB> + Type<DB>,
-{
+pub(crate) async fn write_each<DB: Backend>(conn: &mut DB::Connection, rows: &[RowWrite]) -> StoreResult<()> {
     for row in rows {
         let plan = match row {
             RowWrite::Message(m, touched) => Plan {
@@ -241,7 +145,7 @@ where
             },
             RowWrite::Part(p) => Plan { messages: Vec::new(), touches: Vec::new(), parts: vec![p] },
         };
-        write_plan::<DB>(conn, &plan, DB::bulk()).await?;
+        write_plan::<DB>(conn, &plan).await?;
     }
     Ok(())
 }
@@ -284,16 +188,5 @@ mod tests {
         // An id moving to another message is only decided by writing in order.
         let moved = [part("prt_1", "msg_2")];
         assert!(Plan::of(&[&first, &moved]).is_none());
-    }
-
-    #[test]
-    fn statements_number_their_placeholders() {
-        let bulk = BulkSql::build(crate::backend::postgres_sql());
-        assert!(bulk.parts(1).contains("VALUES ($1, $2, $3, $4, $5, CAST($6 AS NUMERIC), $7) ON CONFLICT"));
-        assert!(bulk.messages(2).contains("($7, $8, $9, $10, CAST($11 AS NUMERIC), $12) ON CONFLICT"));
-        assert_eq!(bulk.parts(0), "");
-        assert_eq!(bulk.parts(MAX_ROWS + 1), "");
-        let sqlite = BulkSql::build(crate::backend::sqlite_sql());
-        assert!(sqlite.parts(2).contains("VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?) ON CONFLICT"));
     }
 }

@@ -53,6 +53,7 @@ mod liveness;
 mod model;
 mod notify;
 mod rows;
+mod sql;
 mod store;
 mod stores;
 mod util;

@@ -8,7 +8,7 @@
 //! owner ran during this boot, and whose pid is gone, a zombie, or now a different process
 //! (another start time), is treated as expired. Where these facts cannot be read (other
 //! systems, another machine sharing a PostgreSQL database, an owner id set by the caller),
-//! nothing is concluded and only expiry counts, as before.
+//! nothing is concluded and only expiry counts.
 
 use std::sync::OnceLock;
 

@@ -49,6 +49,15 @@ pub(crate) struct MessageRow {
     pub data: String,
 }
 
+/// A row to write.
+#[derive(Debug, Clone)]
+pub(crate) enum RowWrite {
+    /// A message, and the time its session was touched.
+    Message(MessageRow, u64),
+    /// A part.
+    Part(PartRow),
+}
+
 /// True while a part is unfinished: a pending or running tool, a text or reasoning part
 /// without its end time.
 pub(crate) fn part_is_open(part: &Part) -> bool {

@@ -15,30 +15,21 @@ use std::time::Duration;
 
 use session_core::{PartId, PartKind, SessionId};
 use sqlx::pool::PoolConnection;
-use sqlx::{ColumnIndex, Connection, Decode, Encode, Executor, IntoArguments, Pool, Type};
+use sqlx::{Connection, Pool};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, part_columns, query};
 use crate::bulk::{Plan, write_each, write_plan};
 use crate::error::{StoreError, StoreResult};
 use crate::model::{PartDelta, StoreStats};
-use crate::rows::{self, DecodedPart, MessageRow, PartRow};
+use crate::rows::{self, DecodedPart, RowWrite};
 
 /// Most commands committed in one transaction.
 const MAX_GROUP: usize = 512;
 /// A streaming part whose flush fails this often is dropped from the buffer (its own upsert
 /// at part end still writes it).
 const MAX_FLUSH_FAILURES: u32 = 3;
-
-/// A row to write.
-#[derive(Debug, Clone)]
-pub(crate) enum RowWrite {
-    /// A message, and the time its session was touched.
-    Message(MessageRow, u64),
-    /// A part.
-    Part(PartRow),
-}
 
 /// How a written part changes the streaming buffer.
 #[derive(Debug, Clone)]
@@ -101,21 +92,7 @@ pub(crate) struct Writer<DB: Backend> {
     dirty_since: Option<Instant>,
 }
 
-impl<DB> Writer<DB>
-where
-    DB: Backend,
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
-    DB::Arguments: IntoArguments<DB>,
-    for<'q> String: Encode<'q, DB> + Type<DB>,
-    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
-    for<'q> i64: Encode<'q, DB> + Type<DB>,
-    for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
-    for<'q> bool: Encode<'q, DB> + Type<DB>,
-    for<'r> String: Decode<'r, DB> + Type<DB>,
-    for<'r> &'r str: Decode<'r, DB> + Type<DB>,
-    usize: ColumnIndex<DB::Row>,
-{
+impl<DB: Backend> Writer<DB> {
     pub(crate) fn new(pool: Pool<DB>, interval: Duration, counters: Arc<Counters>) -> Self {
         Self { pool, conn: None, interval, counters, streaming: HashMap::new(), dirty_since: None }
     }
@@ -246,13 +223,13 @@ where
     }
 
     async fn load_streaming(pool: &Pool<DB>, id: &PartId) -> StoreResult<Option<session_core::Part>> {
-        let row = sqlx::query::<DB>(DB::sql().select_part)
+        let row = query::<DB>(DB::sql().select_part)
             .bind(id.as_str())
             .fetch_optional(pool)
             .await
             .map_err(StoreError::from_db)?;
         let Some(row) = row else { return Ok(None) };
-        Ok(match rows::decode_part(&crate::engine::part_columns::<DB>(&row)?) {
+        Ok(match rows::decode_part(&part_columns::<DB>(&row)?) {
             DecodedPart::Known(part)
                 if rows::part_is_open(&part)
                     && matches!(part.kind, PartKind::Text(_) | PartKind::Reasoning(_)) =>
@@ -317,13 +294,12 @@ where
         if plan.len() == 0 {
             return Ok(0);
         }
-        let bulk = DB::bulk();
         let conn = self.connection().await.map_err(Some)?;
         let result = if plan.is_one_statement() {
-            write_plan::<DB>(&mut **conn, &plan, bulk).await
+            write_plan::<DB>(&mut **conn, &plan).await
         } else {
             match conn.begin_with(DB::sql().begin_write).await {
-                Ok(mut tx) => match write_plan::<DB>(&mut tx, &plan, bulk).await {
+                Ok(mut tx) => match write_plan::<DB>(&mut tx, &plan).await {
                     Ok(()) => tx.commit().await.map_err(StoreError::from_db),
                     Err(error) => Err(error),
                 },

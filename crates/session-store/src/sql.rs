@@ -1,0 +1,246 @@
+//! The SQL text of both backends. Most of it is one text for both: both accept `$n`
+//! placeholders, `ON CONFLICT ... DO UPDATE` and `TRUE`/`FALSE`; what differs is a few
+//! fragments (money, row locks, the transactions' BEGIN) and the placeholder style of the
+//! multi-row upserts, which are built on first use.
+
+use std::sync::OnceLock;
+
+/// The statements of one backend.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    /// Opens a write transaction (SQLite takes the write lock at once, so a busy wait happens
+    /// up front instead of failing on lock upgrade).
+    pub begin_write: &'static str,
+    /// Opens a read transaction that sees one snapshot across its statements.
+    pub begin_read: &'static str,
+    /// What surrounds a placeholder written to a money column.
+    pub money_in: (&'static str, &'static str),
+    /// Long statements use `?` placeholders: SQLite looks a `$n` name up by scanning the
+    /// statement's names, which costs the square of the count on a 448-value insert.
+    pub positional: bool,
+    pub insert_session: &'static str,
+    pub select_session: &'static str,
+    pub session_exists: &'static str,
+    pub update_session: &'static str,
+    pub touch_session: &'static str,
+    pub list_sessions: &'static str,
+    pub child_sessions: &'static str,
+    pub delete_session: &'static str,
+    pub insert_message: &'static str,
+    pub insert_part: &'static str,
+    pub select_messages: &'static str,
+    pub select_parts: &'static str,
+    pub select_part: &'static str,
+    pub message_ids_from: &'static str,
+    pub message_ids_after: &'static str,
+    pub part_ids_from: &'static str,
+    pub delete_message: &'static str,
+    pub delete_parts_from: &'static str,
+    pub select_lease: &'static str,
+    pub set_lease: &'static str,
+    pub release_lease: &'static str,
+    pub renew_leases: &'static str,
+    pub expired_leases: &'static str,
+    /// Leases not yet expired, with their owners (to find owners that died).
+    pub held_leases: &'static str,
+    pub open_parts: &'static str,
+    pub close_part: &'static str,
+    pub open_messages: &'static str,
+    pub close_message: &'static str,
+}
+
+/// Builds a statement set from the fragments that differ: how a decimal text is written to
+/// and read from the money columns, and the row lock suffix of a read-for-update.
+macro_rules! statements {
+    (begin: $begin:literal, read: $read:literal, positional: $positional:literal,
+     money_in: ($mi_open:literal, $mi_close:literal),
+     money_out: $money_out:literal, lock: $lock:literal) => {
+        Sql {
+            begin_write: $begin,
+            begin_read: $read,
+            money_in: ($mi_open, $mi_close),
+            positional: $positional,
+            insert_session: "INSERT INTO sessions (id, project_id, directory, parent_id, title, time_created, \
+                             time_updated, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            select_session: "SELECT id, parent_id, title, time_created, time_updated, data \
+                             FROM sessions WHERE id = $1",
+            session_exists: "SELECT id FROM sessions WHERE id = $1",
+            update_session: "UPDATE sessions SET title = $2, time_updated = $3, data = $4 WHERE id = $1",
+            touch_session: "UPDATE sessions SET time_updated = $2 WHERE id = $1 AND time_updated < $2",
+            list_sessions: "SELECT id, parent_id, title, time_created, time_updated, data FROM sessions \
+                            WHERE ($1 IS NULL OR directory = $1) AND ($2 = FALSE OR parent_id IS NULL) \
+                            AND ($3 IS NULL OR time_updated < $3 OR (time_updated = $3 AND id > $4)) \
+                            ORDER BY time_updated DESC, id ASC LIMIT $5",
+            child_sessions: "SELECT id FROM sessions WHERE parent_id = $1",
+            delete_session: "DELETE FROM sessions WHERE id = $1",
+            insert_message: concat!(
+                "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES ($1, $2, $3, $4, ",
+                $mi_open, "$5", $mi_close, ", $6)"
+            ),
+            insert_part: concat!(
+                "INSERT INTO parts (id, session_id, message_id, type, open, cost, data) \
+                 VALUES ($1, $2, $3, $4, $5, ",
+                $mi_open, "$6", $mi_close, ", $7)"
+            ),
+            select_messages: concat!(
+                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 ORDER BY id"
+            ),
+            select_parts: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out,
+                ", data FROM parts WHERE session_id = $1 ORDER BY id"
+            ),
+            select_part: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out, ", data FROM parts WHERE id = $1"
+            ),
+            message_ids_from: "SELECT id FROM messages WHERE session_id = $1 AND id >= $2 ORDER BY id",
+            message_ids_after: "SELECT id FROM messages WHERE session_id = $1 AND id > $2 ORDER BY id",
+            part_ids_from: "SELECT id FROM parts WHERE message_id = $1 AND id >= $2 ORDER BY id",
+            delete_message: "DELETE FROM messages WHERE id = $1",
+            delete_parts_from: "DELETE FROM parts WHERE message_id = $1 AND id >= $2",
+            select_lease: concat!("SELECT lease_owner, lease_expires FROM sessions WHERE id = $1", $lock),
+            set_lease: "UPDATE sessions SET lease_owner = $2, lease_expires = $3 WHERE id = $1",
+            release_lease: "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL \
+                            WHERE id = $1 AND lease_owner = $2",
+            renew_leases: "UPDATE sessions SET lease_expires = $2 WHERE lease_owner = $1",
+            expired_leases: "SELECT id FROM sessions WHERE lease_owner IS NOT NULL AND lease_expires < $1 \
+                             ORDER BY id",
+            held_leases: "SELECT id, lease_owner FROM sessions WHERE lease_owner IS NOT NULL \
+                          AND lease_expires >= $1 ORDER BY id",
+            open_parts: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out,
+                ", data FROM parts WHERE session_id = $1 AND open ORDER BY id"
+            ),
+            close_part: "UPDATE parts SET open = FALSE, data = $2 WHERE id = $1",
+            open_messages: concat!(
+                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 AND open \
+                 ORDER BY id"
+            ),
+            close_message: "UPDATE messages SET open = FALSE, data = $2 WHERE id = $1",
+        }
+    };
+}
+
+static SQLITE: Sql = statements!(
+    begin: "BEGIN IMMEDIATE",
+    read: "BEGIN",
+    positional: true,
+    money_in: ("", ""),
+    money_out: "cost",
+    lock: ""
+);
+
+static POSTGRES: Sql = statements!(
+    begin: "BEGIN",
+    read: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+    positional: false,
+    money_in: ("CAST(", " AS NUMERIC)"),
+    money_out: "CAST(cost AS TEXT)",
+    lock: " FOR UPDATE"
+);
+
+/// Most rows in one statement.
+pub(crate) const MAX_ROWS: usize = 64;
+
+/// Upserts for 1 to [`MAX_ROWS`] rows, built on first use.
+#[derive(Debug)]
+pub(crate) struct BulkSql {
+    messages: Vec<String>,
+    parts: Vec<String>,
+}
+
+impl BulkSql {
+    fn build(sql: &Sql) -> Self {
+        let (open, close) = sql.money_in;
+        let placeholder = |n: usize| if sql.positional { "?".to_owned() } else { format!("${n}") };
+        let values = |columns: usize, money: usize, rows: usize| {
+            let mut text = String::new();
+            for row in 0..rows {
+                text.push_str(if row == 0 { "(" } else { ", (" });
+                for column in 1..=columns {
+                    if column > 1 {
+                        text.push_str(", ");
+                    }
+                    let n = row * columns + column;
+                    if column == money {
+                        text.push_str(&format!("{open}{}{close}", placeholder(n)));
+                    } else {
+                        text.push_str(&placeholder(n));
+                    }
+                }
+                text.push(')');
+            }
+            text
+        };
+        let messages = (1..=MAX_ROWS)
+            .map(|rows| {
+                format!(
+                    "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES {} \
+                     ON CONFLICT (id) DO UPDATE SET session_id = CASE WHEN messages.session_id = \
+                     excluded.session_id THEN excluded.session_id END, role = excluded.role, \
+                     open = excluded.open, cost = excluded.cost, data = excluded.data",
+                    values(6, 5, rows)
+                )
+            })
+            .collect();
+        let parts = (1..=MAX_ROWS)
+            .map(|rows| {
+                format!(
+                    "INSERT INTO parts (id, session_id, message_id, type, open, cost, data) VALUES {} \
+                     ON CONFLICT (id) DO UPDATE SET message_id = CASE WHEN parts.message_id = \
+                     excluded.message_id THEN excluded.message_id END, type = excluded.type, \
+                     open = excluded.open, cost = excluded.cost, data = excluded.data",
+                    values(7, 6, rows)
+                )
+            })
+            .collect();
+        Self { messages, parts }
+    }
+
+    /// The message upsert for `rows` rows (empty outside 1 to [`MAX_ROWS`]).
+    pub(crate) fn messages(&self, rows: usize) -> &str {
+        self.messages.get(rows.wrapping_sub(1)).map_or("", String::as_str)
+    }
+
+    /// The part upsert for `rows` rows (empty outside 1 to [`MAX_ROWS`]).
+    pub(crate) fn parts(&self, rows: usize) -> &str {
+        self.parts.get(rows.wrapping_sub(1)).map_or("", String::as_str)
+    }
+}
+
+/// The SQLite statements.
+pub(crate) fn sqlite() -> &'static Sql {
+    &SQLITE
+}
+
+/// The PostgreSQL statements.
+pub(crate) fn postgres() -> &'static Sql {
+    &POSTGRES
+}
+
+/// The SQLite multi-row upserts, built on first use.
+pub(crate) fn sqlite_bulk() -> &'static BulkSql {
+    static BULK: OnceLock<BulkSql> = OnceLock::new();
+    BULK.get_or_init(|| BulkSql::build(&SQLITE))
+}
+
+/// The PostgreSQL multi-row upserts, built on first use.
+pub(crate) fn postgres_bulk() -> &'static BulkSql {
+    static BULK: OnceLock<BulkSql> = OnceLock::new();
+    BULK.get_or_init(|| BulkSql::build(&POSTGRES))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_number_their_placeholders() {
+        let bulk = BulkSql::build(postgres());
+        assert!(bulk.parts(1).contains("VALUES ($1, $2, $3, $4, $5, CAST($6 AS NUMERIC), $7) ON CONFLICT"));
+        assert!(bulk.messages(2).contains("($7, $8, $9, $10, CAST($11 AS NUMERIC), $12) ON CONFLICT"));
+        assert_eq!(bulk.parts(0), "");
+        assert_eq!(bulk.parts(MAX_ROWS + 1), "");
+        let sqlite = BulkSql::build(sqlite());
+        assert!(sqlite.parts(2).contains("VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?) ON CONFLICT"));
+    }
+}
