@@ -7,8 +7,8 @@
 //! that [`retryable`](crate::retry::retryable) reads.
 //!
 //! The patterns are kept as the JavaScript regex sources OpenCode uses (the conformance vectors
-//! compare them as strings) and translated once by `js_text` to equivalent Rust regexes, so that `\d`, `\s`,
-//! `.`, `\b` and case-insensitivity mean exactly what they mean in JavaScript.
+//! compare them as strings) and translated once by `js_text` to equivalent Rust regexes, so
+//! that `\d`, `\s`, `.`, `\b` and case-insensitivity mean exactly what they mean in JavaScript.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;

@@ -17,7 +17,7 @@ pub enum Action {
     Allow,
     /// Ask the user first.
     Ask,
-    /// Refuse with a [`PermissionError::Denied`].
+    /// Refuse with a [`PermissionError::Denied`](super::PermissionError::Denied).
     Deny,
 }
 

@@ -62,14 +62,7 @@ impl Processor {
             }
             self.upsert(index);
         }
-        let mut open: Vec<usize> = self.reasoning.drain().map(|(_, index)| index).collect();
-        open.sort_unstable();
-        for index in open {
-            if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
-                part.time.end = Some(now);
-            }
-            self.upsert(index);
-        }
+        self.end_open_reasoning(now);
         if self.toolcalls.is_empty() {
             self.finish_cleanup(now);
         } else {

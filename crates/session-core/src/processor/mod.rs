@@ -1,9 +1,9 @@
 //! The stream processor: a sans-IO state machine (SPEC 1.2, 3, 4 and 8).
 //!
-//! The processor turns [`LlmEvent`]s into stored parts of one assistant message. It performs
-//! no IO: every outside action (persist a part, publish a delta, take a snapshot, compute a
-//! patch, ask a permission, run a tool) is an [`Effect`] that the driver drains with
-//! [`Processor::poll_effect`] and carries out. Effects that need an answer (a snapshot hash,
+//! The processor turns [`LlmEvent`](crate::event::LlmEvent)s into stored parts of one
+//! assistant message. It performs no IO: every outside action (persist a part, publish a
+//! delta, take a snapshot, compute a patch, ask a permission, run a tool) is an [`Effect`]
+//! that the driver drains with [`Processor::poll_effect`] and carries out. Effects that need an answer (a snapshot hash,
 //! a patch's files, a permission reply) put the processor in a waiting state until the driver
 //! feeds the answer back as an [`Input`]. Time comes in with every input.
 //!

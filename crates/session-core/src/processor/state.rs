@@ -8,8 +8,8 @@ use crate::event::{FinishReason, ProviderMetadata, Usage};
 use crate::id::{Entropy, IdGenerator, PartId};
 use crate::message::{AssistantMessage, Part, PartKind};
 
-#[derive(Debug, Clone, Copy)]
 /// A tool call that is still pending or running.
+#[derive(Debug, Clone, Copy)]
 pub(super) struct TrackedCall {
     /// Index of the call's part in `parts` (parts are never removed or reordered).
     pub(super) index: usize,
@@ -41,16 +41,25 @@ pub(super) enum Phase {
 pub struct Processor {
     pub(super) config: ProcessorConfig,
     pub(super) message: AssistantMessage,
+    /// The message's parts in id order; handlers refer to them by index.
     pub(super) parts: Vec<Part>,
+    /// Unsettled tool calls by provider call id.
     pub(super) toolcalls: HashMap<String, TrackedCall>,
+    /// The open text part, if any.
     pub(super) current_text: Option<usize>,
+    /// Open reasoning parts by the provider's reasoning id.
     pub(super) reasoning: HashMap<String, usize>,
+    /// The snapshot held since the stream or the step started, consumed by the next patch.
     pub(super) snapshot: Option<String>,
+    /// A permission or question rejection stopped a tool (SPEC 8 step 6).
     pub(super) blocked: bool,
+    /// The overflow cut or an overflow halt asks for compaction.
     pub(super) needs_compaction: bool,
+    /// Whether a rejection blocks the loop (`!continue_loop_on_deny`).
     pub(super) should_break: bool,
     pub(super) aborted: bool,
     pub(super) phase: Phase,
+    /// Effects not yet polled by the driver, in order.
     pub(super) effects: VecDeque<Effect>,
     pub(super) ids: IdGenerator,
     pub(super) entropy: Box<dyn Entropy + Send>,
@@ -192,6 +201,18 @@ impl Processor {
 
     pub(super) fn tracked_index(&self, call_id: &str) -> Option<usize> {
         self.toolcalls.get(call_id).map(|call| call.index)
+    }
+
+    /// Ends every open reasoning part at `now`, in part order (SPEC 4 step 2, SPEC 8 step 5c).
+    pub(super) fn end_open_reasoning(&mut self, now: u64) {
+        let mut open: Vec<usize> = self.reasoning.drain().map(|(_, index)| index).collect();
+        open.sort_unstable();
+        for index in open {
+            if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
+                part.time.end = Some(now);
+            }
+            self.upsert(index);
+        }
     }
 
     pub(super) fn push_part(&mut self, kind: PartKind, now: u64) -> usize {

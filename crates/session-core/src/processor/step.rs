@@ -61,14 +61,7 @@ impl Processor {
         completed: Option<String>,
         now: u64,
     ) {
-        let mut open: Vec<usize> = self.reasoning.drain().map(|(_, index)| index).collect();
-        open.sort_unstable();
-        for index in open {
-            if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
-                part.time.end = Some(now);
-            }
-            self.upsert(index);
-        }
+        self.end_open_reasoning(now);
         let step = usage::get_usage(&self.config.cost, &usage.unwrap_or_default(), metadata.as_ref());
         self.message.finish = Some(reason);
         self.message.cost += step.cost;
