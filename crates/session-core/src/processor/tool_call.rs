@@ -39,8 +39,7 @@ impl Processor {
         };
         let part_id = self.parts[index].id.clone();
         self.upsert(index);
-        let message_parts = &self.parts;
-        if let Some(request) = check_doom_loop(message_parts, &name, &input) {
+        if let Some(request) = check_doom_loop(&self.parts, &name, &input) {
             self.phase = Phase::AwaitPermission { call_id: id.clone() };
             self.effects.push_back(Effect::AskPermission { call_id: id, request });
             return;
