@@ -1,8 +1,7 @@
 //! Throughput of the processor over one million events: 80% text deltas, 20% tool-call
 //! lifecycle events (input start, input end, call, result), effects drained as a driver would.
 
-// criterion_group! generates public functions that cannot carry docs.
-#![allow(missing_docs)]
+#![expect(missing_docs, reason = "criterion_group! generates public functions that cannot carry docs")]
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rust_decimal::Decimal;

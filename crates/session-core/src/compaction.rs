@@ -12,10 +12,12 @@ use serde_json::Value;
 use crate::config::CompactionConfig;
 use crate::history::{ModelMessage, ModelTarget, ToModelOptions, UserContent, is_media, media_placeholder};
 use crate::id::{MessageId, PartId, SessionId};
+use crate::js_json::JsonObject;
 use crate::message::{
-    AssistantMessage, AssistantTime, CreatedTime, JsonObject, Message, MessageError, MessagePath,
-    MessageWithParts, ModelRef, Part, PartKind, TextPart, TokenUsage, ToolState, UserMessage,
+    AssistantMessage, AssistantTime, CreatedTime, Message, MessageError, MessagePath, MessageWithParts,
+    ModelRef, Part, PartKind, TextPart, ToolState, UserMessage,
 };
+use crate::usage::TokenUsage;
 
 /// Prune marks outputs only when the candidates total more than this many tokens.
 pub const PRUNE_MINIMUM: u64 = 20_000;

@@ -9,9 +9,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::js_json::JsonObject;
 use crate::message::{
-    AssistantMessage, FilePart, JsonObject, Message, MessageError, MessageWithParts, Part, PartKind,
-    ReasoningPart, TextPart, ToolPart, ToolState,
+    AssistantMessage, FilePart, Message, MessageError, MessageWithParts, Part, PartKind, ReasoningPart,
+    TextPart, ToolPart, ToolState,
 };
 use crate::token::{estimate, truncate_tool_output};
 

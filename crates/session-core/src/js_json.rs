@@ -6,9 +6,10 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
-use crate::message::JsonObject;
+/// A JSON object, as tool inputs and metadata are.
+pub type JsonObject = Map<String, Value>;
 
 /// Serializes a JSON value as `JSON.stringify(value)` does in JavaScript.
 pub fn stringify(value: &Value) -> String {

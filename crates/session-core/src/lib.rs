@@ -9,23 +9,23 @@
 //! or randomness. Time, ids and random draws come in as arguments, so every function here is
 //! deterministic. The crates around it carry the effects out.
 
-mod calendar;
-mod compaction;
-mod config;
-mod doom_loop;
-mod event;
-mod history;
-mod id;
-mod js_json;
-mod message;
-mod overflow;
-mod permission;
-mod processor;
+pub mod calendar;
+pub mod compaction;
+pub mod config;
+pub mod event;
+pub mod history;
+pub mod id;
+pub mod js_json;
+mod js_text;
+pub mod message;
+pub mod overflow;
+pub mod permission;
+pub mod processor;
 pub mod prompt_loop;
-mod provider_error;
-mod retry;
-mod token;
-mod usage;
+pub mod provider_error;
+pub mod retry;
+pub mod token;
+pub mod usage;
 
 pub use calendar::{civil_from_days, days_from_civil, iso_time, utc_date};
 pub use config::CompactionConfig;
@@ -37,11 +37,11 @@ pub use id::{
     SessionId, SplitMix,
 };
 pub use message::{
-    AgentPart, AssistantMessage, AssistantTime, CacheTokens, CompactionPart, CompletedTime, CreatedTime,
-    ErrorTime, FilePart, JsonObject, Message, MessageError, MessagePath, MessageWithParts, ModelRef,
-    OutputFormat, Part, PartKind, PartTime, PatchPart, ReasoningPart, RetryPart, RunningTime, SnapshotPart,
-    StepFinishPart, StepStartPart, SubtaskPart, TOOL_ABORTED_TEXT, TextPart, TokenUsage, ToolOutput,
-    ToolPart, ToolState, ToolStatus, TransitionError, UserMessage, UserSummary, normalize_tool_input,
+    AgentPart, AssistantMessage, AssistantTime, CompactionPart, CompletedTime, CreatedTime, ErrorTime,
+    FilePart, Message, MessageError, MessagePath, MessageWithParts, ModelRef, OutputFormat, Part, PartKind,
+    PartTime, PatchPart, ReasoningPart, RetryPart, RunningTime, SnapshotPart, StepFinishPart, StepStartPart,
+    SubtaskPart, TOOL_ABORTED_TEXT, TextPart, ToolOutput, ToolPart, ToolState, ToolStatus, TransitionError,
+    UserMessage, UserSummary, normalize_tool_input,
 };
 // Each line below is filled by the module's author; keep one line per module.
 pub use compaction::{
@@ -54,21 +54,21 @@ pub use compaction::{
     replay_parts, replay_user_message, select_tail, split_turn, summary_anchor, summary_message,
     summary_prompt, summary_request, summary_text, tail_turns, too_large_error, turns,
 };
-pub use doom_loop::{DOOM_LOOP_PERMISSION, DOOM_LOOP_THRESHOLD, check as check_doom_loop, doom_loop_request};
 pub use history::{
     AssistantContent, CLEARED_TOOL_OUTPUT, COMPACTION_QUESTION, COMPACTION_TOOL_OUTPUT_MAX_CHARS,
     FileContent, INTERRUPTED_TOOL_RESULT, ModelMessage, ModelTarget, SUBTASK_TEXT, TOOL_MEDIA_INTRO,
     ToModelOptions, ToolCall, ToolResult, ToolResultContent, ToolResultOutput, UserContent, estimate_history,
     estimate_model_messages, is_media, media_placeholder, to_model_messages,
 };
-pub use js_json::{format_js_number, stringify, stringify_object};
+pub use js_json::{JsonObject, format_js_number, stringify, stringify_object};
 pub use overflow::{COMPACTION_BUFFER, ModelLimit, OUTPUT_TOKEN_MAX, is_overflow, max_output_tokens, usable};
 pub use permission::{
-    Action, AgentPaths, AskOutcome, BuiltinAgent, EDIT_TOOLS, PERMISSION_CORRECTED_PREFIX,
-    PERMISSION_DENIED_PREFIX, PERMISSION_REJECTED_TEXT, PermissionAsk, PermissionAsks, PermissionConfigError,
-    PermissionError, PermissionRequest, QUESTION_REJECTED_TEXT, QuestionRejectedError, Reply, Resolution,
-    Rule, Ruleset, ToolCallRef, agent_ruleset, builtin_agent_rules, default_rules, disabled_tools, evaluate,
-    matching_rule, rules_from_config, tool_permission, wildcard_match,
+    Action, AgentPaths, AskOutcome, BuiltinAgent, DOOM_LOOP_PERMISSION, DOOM_LOOP_THRESHOLD, EDIT_TOOLS,
+    PERMISSION_CORRECTED_PREFIX, PERMISSION_DENIED_PREFIX, PERMISSION_REJECTED_TEXT, PermissionAsk,
+    PermissionAsks, PermissionConfigError, PermissionError, PermissionRequest, QUESTION_REJECTED_TEXT,
+    QuestionRejectedError, Reply, Resolution, Rule, Ruleset, ToolCallRef, agent_ruleset, builtin_agent_rules,
+    check_doom_loop, default_rules, disabled_tools, doom_loop_request, evaluate, matching_rule,
+    rules_from_config, tool_permission, wildcard_match,
 };
 pub use processor::{
     Effect, Input, Outcome, Processor, ProcessorConfig, ProcessorError, SnapshotPurpose, Waiting,
@@ -88,6 +88,6 @@ pub use token::{
     Utf16Cut, cut_utf16, estimate, estimate_units, truncate_tool_output, truncation_suffix, utf16_len,
 };
 pub use usage::{
-    CONTEXT_TIER, CachePrices, CatalogCost, CatalogPrices, CatalogTier, CatalogTierBound, CostTier,
-    ModelCost, Prices, StepUsage, TierBound, get_usage,
+    CONTEXT_TIER, CachePrices, CacheTokens, CatalogCost, CatalogPrices, CatalogTier, CatalogTierBound,
+    CostTier, ModelCost, Prices, StepUsage, TierBound, TokenUsage, get_usage,
 };

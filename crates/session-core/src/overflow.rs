@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::CompactionConfig;
-use crate::message::TokenUsage;
+use crate::usage::TokenUsage;
 
 /// Tokens kept free below the input limit when `compaction.reserved` is unset (at most).
 pub const COMPACTION_BUFFER: u64 = 20_000;

@@ -13,8 +13,8 @@ use std::time::Duration;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use crate::js_text::{compile_js_patterns, is_js_whitespace};
 use crate::message::MessageError;
-use crate::provider_error::compile_js_patterns;
 
 /// Delay before the first retry, in milliseconds.
 pub const RETRY_INITIAL_DELAY_MS: u64 = 2_000;
@@ -270,15 +270,6 @@ fn retry_hint(headers: &BTreeMap<String, String>, now_ms: u64) -> Option<f64> {
     }
     let until = i128::from(parse_http_date(value)?) - i128::from(now_ms);
     (until > 0).then_some(until as f64)
-}
-
-/// Whether JavaScript's `parseFloat` and `String.prototype.trim` treat this char as white space.
-pub(crate) fn is_js_whitespace(ch: char) -> bool {
-    matches!(
-        ch,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
-    )
 }
 
 /// JavaScript's `parseFloat`: the number at the start of `text`, or NaN when there is none.

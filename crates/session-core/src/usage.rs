@@ -11,7 +11,31 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::event::{ProviderMetadata, Usage};
-use crate::message::{CacheTokens, TokenUsage};
+
+/// Cache token counts of a step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheTokens {
+    /// Tokens read from the cache.
+    pub read: u64,
+    /// Tokens written to the cache.
+    pub write: u64,
+}
+
+/// Token counts of a step after `get_usage` (SPEC 5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// The provider's total, unclamped; absent when the provider gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<i64>,
+    /// Prompt tokens net of cache reads and writes.
+    pub input: u64,
+    /// Output tokens net of reasoning.
+    pub output: u64,
+    /// Reasoning tokens.
+    pub reasoning: u64,
+    /// Cache reads and writes.
+    pub cache: CacheTokens,
+}
 
 /// Raw inclusive input above which `experimentalOver200K` prices apply.
 const OVER_200K_THRESHOLD: u64 = 200_000;

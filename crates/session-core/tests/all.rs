@@ -1,6 +1,8 @@
 //! The one integration test binary of session-core.
 
-// Test helpers outside #[test] functions may unwrap: a failure there is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::expect_used,
+    reason = "test helpers outside #[test] functions may expect: a failure there is a failed test"
+)]
 
 mod suite;

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use crate::js_json::stringify_object;
-use crate::message::{JsonObject, Part, ToolStatus};
-use crate::permission::PermissionRequest;
+use super::asks::PermissionRequest;
+use crate::js_json::{JsonObject, stringify_object};
+use crate::message::{Part, ToolStatus};
 
 /// How many identical consecutive calls make a doom loop.
 pub const DOOM_LOOP_THRESHOLD: usize = 3;
@@ -17,7 +17,11 @@ pub const DOOM_LOOP_PERMISSION: &str = "doom_loop";
 /// message's parts in id order (the call's own part already running with `normalized_input`).
 /// Returns the permission to ask for when the last three parts are all calls of `call_name`,
 /// none pending, whose inputs serialize exactly as `normalized_input` does.
-pub fn check(parts: &[Part], call_name: &str, normalized_input: &JsonObject) -> Option<PermissionRequest> {
+pub fn check_doom_loop(
+    parts: &[Part],
+    call_name: &str,
+    normalized_input: &JsonObject,
+) -> Option<PermissionRequest> {
     let start = parts.len().checked_sub(DOOM_LOOP_THRESHOLD)?;
     let last = parts.get(start..)?;
     let candidates = last.iter().all(|part| {

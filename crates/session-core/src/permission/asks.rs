@@ -1,0 +1,291 @@
+//! The error texts of a refused ask and the pure bookkeeping of pending asks.
+//!
+//! Nothing here waits: [`PermissionAsks`] records asks and turns replies into resolutions, and
+//! the async layer around it (session-tools) completes one oneshot per resolution.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::rules::{Action, Rule, Ruleset, evaluate, wildcard_match};
+use crate::id::{MessageId, PermissionId, SessionId};
+use crate::js_json::{JsonObject, stringify};
+
+/// The text of [`PermissionError::Rejected`].
+pub const PERMISSION_REJECTED_TEXT: &str = "The user rejected permission to use this specific tool call.";
+/// The text of [`PermissionError::Corrected`] before the feedback.
+pub const PERMISSION_CORRECTED_PREFIX: &str =
+    "The user rejected permission to use this specific tool call with the following feedback: ";
+/// The text of [`PermissionError::Denied`] before the rules' JSON.
+pub const PERMISSION_DENIED_PREFIX: &str = "The user has specified a rule which prevents you from using this specific tool call. Here are some of the relevant rules ";
+/// The text of [`QuestionRejectedError`].
+pub const QUESTION_REJECTED_TEXT: &str = "The user dismissed this question";
+
+/// Why a permission ask did not go ahead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PermissionError {
+    /// The user rejected the ask.
+    #[error("{}", PERMISSION_REJECTED_TEXT)]
+    Rejected,
+    /// The user rejected the ask and said what to do instead.
+    #[error("{}{feedback}", PERMISSION_CORRECTED_PREFIX)]
+    Corrected {
+        /// The user's words.
+        feedback: String,
+    },
+    /// A rule denies it.
+    #[error("{}{}", PERMISSION_DENIED_PREFIX, rules_json(.rules))]
+    Denied {
+        /// The asking ruleset's rules whose permission matches the asked one.
+        rules: Ruleset,
+    },
+}
+
+fn rules_json(rules: &[Rule]) -> String {
+    stringify(&Value::Array(rules.iter().map(Rule::to_json).collect()))
+}
+
+/// The user dismissed a question.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, thiserror::Error)]
+#[error("{}", QUESTION_REJECTED_TEXT)]
+pub struct QuestionRejectedError;
+
+// ---------------------------------------------------------------------------------------------
+// Asks
+
+/// What a tool asks permission for (the input of OpenCode's `Permission.ask`, without ids).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionRequest {
+    /// The permission name (`edit`, `bash`, `doom_loop`, ...).
+    pub permission: String,
+    /// The values asked for; every one must be allowed.
+    pub patterns: Vec<String>,
+    /// The patterns an "always" reply approves from then on.
+    pub always: Vec<String>,
+    /// Details shown to the user.
+    pub metadata: JsonObject,
+}
+
+/// The tool call an ask belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallRef {
+    /// The assistant message holding the call.
+    #[serde(rename = "messageID")]
+    pub message_id: MessageId,
+    /// The provider's call id.
+    #[serde(rename = "callID")]
+    pub call_id: String,
+}
+
+/// An ask waiting for the user (the payload of `permission.asked`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionAsk {
+    /// The ask's id.
+    pub id: PermissionId,
+    /// The asking session.
+    #[serde(rename = "sessionID")]
+    pub session_id: SessionId,
+    /// What is asked.
+    #[serde(flatten)]
+    pub request: PermissionRequest,
+    /// The tool call asking, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolCallRef>,
+}
+
+/// The user's answer to an ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reply {
+    /// Go ahead this time.
+    Once,
+    /// Go ahead, and approve the ask's `always` patterns from now on.
+    Always,
+    /// Refuse.
+    Reject,
+}
+
+/// The result of asking when the rules already decide or the ask must wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskOutcome {
+    /// Every pattern is allowed: go ahead without asking.
+    Allowed,
+    /// The ask is pending; wait for its [`Resolution`].
+    Pending,
+}
+
+/// A pending ask that is settled (one `permission.replied` event and one completed waiter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// The settled ask.
+    pub request_id: PermissionId,
+    /// Its session.
+    pub session_id: SessionId,
+    /// The reply to publish.
+    pub reply: Reply,
+    /// What the waiting tool gets.
+    pub result: Result<(), PermissionError>,
+}
+
+/// The pending asks of all sessions and the rules approved by "always" replies.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PermissionAsks {
+    approved: Ruleset,
+    pending: Vec<PermissionAsk>,
+}
+
+impl PermissionAsks {
+    /// Starts with the rules approved earlier (for example loaded from the store).
+    pub fn new(approved: Ruleset) -> Self {
+        Self { approved, pending: Vec::new() }
+    }
+
+    /// The rules approved by "always" replies, oldest first.
+    pub fn approved(&self) -> &[Rule] {
+        &self.approved
+    }
+
+    /// The asks waiting for a reply, oldest first.
+    pub fn pending(&self) -> &[PermissionAsk] {
+        &self.pending
+    }
+
+    /// Asks for `request` under `ruleset` followed by the approved rules: a deny on any pattern
+    /// fails at once, all patterns allowed goes ahead, anything else records a pending ask.
+    pub fn ask(
+        &mut self,
+        id: PermissionId,
+        session_id: SessionId,
+        request: PermissionRequest,
+        tool: Option<ToolCallRef>,
+        ruleset: &[Rule],
+    ) -> Result<AskOutcome, PermissionError> {
+        let mut needs_ask = false;
+        for pattern in &request.patterns {
+            match evaluate(&request.permission, pattern, &[ruleset, &self.approved]) {
+                Action::Deny => {
+                    let rules = ruleset
+                        .iter()
+                        .filter(|rule| wildcard_match(&request.permission, &rule.permission))
+                        .cloned()
+                        .collect();
+                    return Err(PermissionError::Denied { rules });
+                }
+                Action::Allow => {}
+                Action::Ask => needs_ask = true,
+            }
+        }
+        if !needs_ask {
+            return Ok(AskOutcome::Allowed);
+        }
+        self.pending.push(PermissionAsk { id, session_id, request, tool });
+        Ok(AskOutcome::Pending)
+    }
+
+    /// Applies the user's reply to the ask `request_id`; an unknown id settles nothing.
+    ///
+    /// "reject" fails the ask (with the feedback, when non-empty) and rejects every other
+    /// pending ask of its session. "always" also approves the ask's `always` patterns and
+    /// settles the session's other asks that the approved rules now allow.
+    pub fn reply(
+        &mut self,
+        request_id: &PermissionId,
+        reply: Reply,
+        message: Option<&str>,
+    ) -> Vec<Resolution> {
+        let Some(index) = self.pending.iter().position(|ask| &ask.id == request_id) else {
+            return Vec::new();
+        };
+        let ask = self.pending.remove(index);
+        let session_id = ask.session_id.clone();
+        match reply {
+            Reply::Reject => {
+                // An empty feedback is no feedback, as in OpenCode.
+                let error = match message {
+                    Some(feedback) if !feedback.is_empty() => {
+                        PermissionError::Corrected { feedback: feedback.to_owned() }
+                    }
+                    _ => PermissionError::Rejected,
+                };
+                let mut resolutions = vec![Resolution {
+                    request_id: ask.id,
+                    session_id: session_id.clone(),
+                    reply,
+                    result: Err(error),
+                }];
+                resolutions.extend(self.reject_session(&session_id));
+                resolutions
+            }
+            Reply::Once => vec![Resolution { request_id: ask.id, session_id, reply, result: Ok(()) }],
+            Reply::Always => {
+                let permission = &ask.request.permission;
+                self.approved.extend(
+                    ask.request
+                        .always
+                        .iter()
+                        .map(|pattern| Rule::new(permission.clone(), pattern, Action::Allow)),
+                );
+                let mut resolutions = vec![Resolution {
+                    request_id: ask.id.clone(),
+                    session_id: session_id.clone(),
+                    reply,
+                    result: Ok(()),
+                }];
+                let approved = &self.approved;
+                // Only the approved rules decide here, not the asking agent's ruleset.
+                let (now_allowed, still_pending): (Vec<_>, Vec<_>) =
+                    std::mem::take(&mut self.pending).into_iter().partition(|other| {
+                        other.session_id == session_id
+                            && other.request.patterns.iter().all(|pattern| {
+                                evaluate(&other.request.permission, pattern, &[approved]) == Action::Allow
+                            })
+                    });
+                self.pending = still_pending;
+                resolutions.extend(now_allowed.into_iter().map(|other| Resolution {
+                    request_id: other.id,
+                    session_id: other.session_id,
+                    reply: Reply::Always,
+                    result: Ok(()),
+                }));
+                resolutions
+            }
+        }
+    }
+
+    /// Rejects every pending ask of a session (the session was cancelled).
+    pub fn reject_session(&mut self, session_id: &SessionId) -> Vec<Resolution> {
+        let (rejected, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|ask| &ask.session_id == session_id);
+        self.pending = kept;
+        rejected
+            .into_iter()
+            .map(|ask| Resolution {
+                request_id: ask.id,
+                session_id: ask.session_id,
+                reply: Reply::Reject,
+                result: Err(PermissionError::Rejected),
+            })
+            .collect()
+    }
+
+    /// Forgets an ask whose waiter went away without a reply; returns it if it was pending.
+    pub fn cancel(&mut self, request_id: &PermissionId) -> Option<PermissionAsk> {
+        let index = self.pending.iter().position(|ask| &ask.id == request_id)?;
+        Some(self.pending.remove(index))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denied_error_lists_rules_as_compact_json() {
+        let error = PermissionError::Denied { rules: vec![Rule::new("*", "*", Action::Deny)] };
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{PERMISSION_DENIED_PREFIX}[{{\"permission\":\"*\",\"pattern\":\"*\",\"action\":\"deny\"}}]"
+            )
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! The processor's state and the plumbing every handler shares: dispatch of inputs by phase,
+//! the effect queue, and adding parts.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::protocol::{Effect, Input, ProcessorConfig, ProcessorError, SnapshotPurpose, Waiting, input_name};
+use crate::event::{FinishReason, ProviderMetadata, Usage};
+use crate::id::{Entropy, IdGenerator, PartId};
+use crate::message::{AssistantMessage, Part, PartKind};
+
+/// A tool call that is still pending or running.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TrackedCall {
+    /// Index of the call's part in `parts` (parts are never removed or reordered).
+    pub(super) index: usize,
+}
+
+/// Where the processor is in its run, and what it waits for.
+#[derive(Debug)]
+pub(super) enum Phase {
+    Streaming,
+    /// The overflow cut: later stream events are ignored.
+    Cut,
+    AwaitStartSnapshot,
+    AwaitStepStartSnapshot,
+    AwaitFinishSnapshot {
+        reason: FinishReason,
+        usage: Option<Usage>,
+        metadata: Option<ProviderMetadata>,
+    },
+    AwaitStepPatch,
+    AwaitPermission {
+        call_id: String,
+    },
+    CleanupPatch,
+    Grace,
+    Done,
+}
+
+/// Turns the events of one assistant message into parts and effects.
+pub struct Processor {
+    pub(super) config: ProcessorConfig,
+    pub(super) message: AssistantMessage,
+    /// The message's parts in id order; handlers refer to them by index.
+    pub(super) parts: Vec<Part>,
+    /// Unsettled tool calls by provider call id.
+    pub(super) toolcalls: HashMap<String, TrackedCall>,
+    /// The open text part, if any.
+    pub(super) current_text: Option<usize>,
+    /// Open reasoning parts by the provider's reasoning id.
+    pub(super) reasoning: HashMap<String, usize>,
+    /// The snapshot held since the stream or the step started, consumed by the next patch.
+    pub(super) snapshot: Option<String>,
+    /// A permission or question rejection stopped a tool (SPEC 8 step 6).
+    pub(super) blocked: bool,
+    /// The overflow cut or an overflow halt asks for compaction.
+    pub(super) needs_compaction: bool,
+    /// Whether a rejection blocks the loop (`!continue_loop_on_deny`).
+    pub(super) should_break: bool,
+    pub(super) aborted: bool,
+    pub(super) phase: Phase,
+    /// Effects not yet polled by the driver, in order.
+    pub(super) effects: VecDeque<Effect>,
+    pub(super) ids: IdGenerator,
+    pub(super) entropy: Box<dyn Entropy + Send>,
+}
+
+impl std::fmt::Debug for Processor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processor")
+            .field("message", &self.message.id)
+            .field("parts", &self.parts.len())
+            .field("phase", &self.phase)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Processor {
+    /// A processor for `message` (already persisted by the caller, cost 0, zero tokens).
+    ///
+    /// It starts by asking for the snapshot taken before the stream starts.
+    pub fn new(message: AssistantMessage, config: ProcessorConfig, entropy: Box<dyn Entropy + Send>) -> Self {
+        let should_break = !config.continue_loop_on_deny;
+        let mut processor = Self {
+            config,
+            message,
+            parts: Vec::new(),
+            toolcalls: HashMap::new(),
+            current_text: None,
+            reasoning: HashMap::new(),
+            snapshot: None,
+            blocked: false,
+            needs_compaction: false,
+            should_break,
+            aborted: false,
+            phase: Phase::AwaitStartSnapshot,
+            effects: VecDeque::new(),
+            ids: IdGenerator::new(),
+            entropy,
+        };
+        processor.effects.push_back(Effect::TakeSnapshot(SnapshotPurpose::Start));
+        processor
+    }
+
+    /// The assistant message as it stands.
+    pub fn message(&self) -> &AssistantMessage {
+        &self.message
+    }
+
+    /// The message's parts in id order.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// True when the user interrupted this message.
+    pub fn aborted(&self) -> bool {
+        self.aborted
+    }
+
+    /// The next effect to carry out, in order.
+    pub fn poll_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// What the processor waits for before it takes stream events again.
+    pub fn waiting(&self) -> Waiting {
+        match self.phase {
+            Phase::Streaming | Phase::Cut => Waiting::Nothing,
+            Phase::AwaitStartSnapshot | Phase::AwaitStepStartSnapshot | Phase::AwaitFinishSnapshot { .. } => {
+                Waiting::Snapshot
+            }
+            Phase::AwaitStepPatch | Phase::CleanupPatch => Waiting::Patch,
+            Phase::AwaitPermission { .. } => Waiting::Permission,
+            Phase::Grace => Waiting::ToolCalls,
+            Phase::Done => Waiting::Finished,
+        }
+    }
+
+    /// False once the overflow cut happened: the driver stops reading the stream.
+    pub fn wants_events(&self) -> bool {
+        matches!(self.phase, Phase::Streaming)
+    }
+
+    /// Call ids of tool calls still pending or running.
+    pub fn open_calls(&self) -> Vec<String> {
+        let mut calls: Vec<(usize, &String)> = self.toolcalls.iter().map(|(id, c)| (c.index, id)).collect();
+        calls.sort();
+        calls.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// A new attempt of the stream after a retry: forgets the open text and reasoning.
+    pub fn begin_attempt(&mut self) {
+        self.current_text = None;
+        self.reasoning.clear();
+    }
+
+    /// Feeds one input at time `now` (epoch ms).
+    pub fn handle(&mut self, input: Input, now: u64) -> Result<(), ProcessorError> {
+        match input {
+            Input::Event(event) => self.handle_event(event, now),
+            Input::Snapshot(hash) => self.snapshot_taken(hash, now),
+            Input::Patch(files) => self.patch_computed(files, now),
+            Input::PermissionReply(reply) => self.permission_replied(reply),
+            Input::ToolProgress { call_id, title, metadata } => {
+                self.tool_progress(&call_id, title, metadata, now);
+                Ok(())
+            }
+            Input::EndOfStream => self.when_free(input_name(&Input::EndOfStream), |p| p.cleanup(now)),
+            Input::Interrupt => self.interrupt(now),
+            Input::Halt(error) => self.when_free("halt", |p| {
+                p.halt(error);
+                p.cleanup(now);
+            }),
+            Input::GraceElapsed => match self.phase {
+                Phase::Grace => {
+                    self.finish_cleanup(now);
+                    Ok(())
+                }
+                _ => Err(self.unexpected(&Input::GraceElapsed)),
+            },
+        }
+    }
+
+    pub(super) fn unexpected(&self, input: &Input) -> ProcessorError {
+        ProcessorError::Unexpected { waiting: self.waiting(), input: input_name(input) }
+    }
+
+    pub(super) fn when_free(
+        &mut self,
+        name: &'static str,
+        action: impl FnOnce(&mut Self),
+    ) -> Result<(), ProcessorError> {
+        match self.phase {
+            Phase::Streaming | Phase::Cut | Phase::AwaitPermission { .. } => {
+                action(self);
+                Ok(())
+            }
+            _ => Err(ProcessorError::Unexpected { waiting: self.waiting(), input: name }),
+        }
+    }
+
+    pub(super) fn tracked_index(&self, call_id: &str) -> Option<usize> {
+        self.toolcalls.get(call_id).map(|call| call.index)
+    }
+
+    /// Ends every open reasoning part at `now`, in part order (SPEC 4 step 2, SPEC 8 step 5c).
+    pub(super) fn end_open_reasoning(&mut self, now: u64) {
+        let mut open: Vec<usize> = self.reasoning.drain().map(|(_, index)| index).collect();
+        open.sort_unstable();
+        for index in open {
+            if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
+                part.time.end = Some(now);
+            }
+            self.upsert(index);
+        }
+    }
+
+    pub(super) fn push_part(&mut self, kind: PartKind, now: u64) -> usize {
+        let id: PartId = self.ids.next(now, self.entropy.as_mut());
+        let index = self.parts.len();
+        self.parts.push(Part {
+            id,
+            session_id: self.message.session_id.clone(),
+            message_id: self.message.id.clone(),
+            kind,
+        });
+        index
+    }
+
+    pub(super) fn upsert(&mut self, index: usize) {
+        self.effects.push_back(Effect::UpsertPart(Box::new(self.parts[index].clone())));
+    }
+
+    pub(super) fn delta(&mut self, index: usize, delta: String) {
+        self.effects.push_back(Effect::PartDelta {
+            message_id: self.message.id.clone(),
+            part_id: self.parts[index].id.clone(),
+            field: "text",
+            delta,
+        });
+    }
+}

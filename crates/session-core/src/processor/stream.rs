@@ -1,0 +1,170 @@
+//! Stream events (SPEC 1.2): text and reasoning grow their parts, tool events go to the
+//! tool-call handlers, step events to the step handlers.
+
+use super::protocol::{Effect, ProcessorError, SnapshotPurpose, Waiting};
+use super::state::{Phase, Processor};
+use crate::event::LlmEvent;
+use crate::message::{MessageError, PartKind, PartTime, ReasoningPart, TextPart};
+
+/// The error text when a summary message tries to call a tool.
+pub fn summary_tool_call_error(name: &str) -> String {
+    format!("Tool call not allowed while generating summary: {name}")
+}
+
+impl Processor {
+    pub(super) fn handle_event(&mut self, event: LlmEvent, now: u64) -> Result<(), ProcessorError> {
+        match self.phase {
+            Phase::Streaming => {}
+            // After the overflow cut the rest of the stream is not processed.
+            Phase::Cut => return Ok(()),
+            // During the cleanup grace only the results of running tools count.
+            Phase::Grace => {
+                return match event {
+                    LlmEvent::ToolResult { id, name, result, .. } => {
+                        self.complete_tool_call(&id, &name, result, now);
+                        self.maybe_end_grace(now);
+                        Ok(())
+                    }
+                    LlmEvent::ToolError { id, message, error, .. } => {
+                        self.fail_tool_call(&id, message, error.as_ref(), now);
+                        self.maybe_end_grace(now);
+                        Ok(())
+                    }
+                    _ => Ok(()),
+                };
+            }
+            // Results of tools the driver runs may arrive while a permission ask is open.
+            Phase::AwaitPermission { .. } => {
+                return match event {
+                    LlmEvent::ToolResult { id, name, result, .. } => {
+                        self.complete_tool_call(&id, &name, result, now);
+                        Ok(())
+                    }
+                    LlmEvent::ToolError { id, message, error, .. } => {
+                        self.fail_tool_call(&id, message, error.as_ref(), now);
+                        Ok(())
+                    }
+                    _ => Err(ProcessorError::Unexpected { waiting: Waiting::Permission, input: "event" }),
+                };
+            }
+            _ => return Err(ProcessorError::Unexpected { waiting: self.waiting(), input: "event" }),
+        }
+        match event {
+            LlmEvent::ReasoningStart { id, provider_metadata } => {
+                if !self.reasoning.contains_key(&id) {
+                    let index = self.push_part(
+                        PartKind::Reasoning(ReasoningPart {
+                            text: String::new(),
+                            metadata: provider_metadata,
+                            time: PartTime { start: now, end: None },
+                        }),
+                        now,
+                    );
+                    self.reasoning.insert(id, index);
+                    self.upsert(index);
+                }
+            }
+            LlmEvent::ReasoningDelta { id, text, provider_metadata } => {
+                // An orphan delta (no start) is dropped silently, as OpenCode does.
+                if let Some(&index) = self.reasoning.get(&id) {
+                    if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
+                        part.text.push_str(&text);
+                        if provider_metadata.is_some() {
+                            part.metadata = provider_metadata;
+                        }
+                    }
+                    self.delta(index, text);
+                }
+            }
+            LlmEvent::ReasoningEnd { id, provider_metadata } => {
+                if let Some(index) = self.reasoning.remove(&id) {
+                    if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
+                        if provider_metadata.is_some() {
+                            part.metadata = provider_metadata;
+                        }
+                        part.time.end = Some(now);
+                    }
+                    self.upsert(index);
+                }
+            }
+            LlmEvent::TextStart { provider_metadata, .. } => {
+                let index = self.push_part(
+                    PartKind::Text(TextPart {
+                        text: String::new(),
+                        time: Some(PartTime { start: now, end: None }),
+                        metadata: provider_metadata,
+                        ..TextPart::default()
+                    }),
+                    now,
+                );
+                self.current_text = Some(index);
+                self.upsert(index);
+            }
+            LlmEvent::TextDelta { text, provider_metadata, .. } => {
+                if let Some(index) = self.current_text {
+                    if let PartKind::Text(part) = &mut self.parts[index].kind {
+                        part.text.push_str(&text);
+                        if provider_metadata.is_some() {
+                            part.metadata = provider_metadata;
+                        }
+                    }
+                    self.delta(index, text);
+                }
+            }
+            LlmEvent::TextEnd { provider_metadata, .. } => {
+                if let Some(index) = self.current_text.take() {
+                    if let PartKind::Text(part) = &mut self.parts[index].kind {
+                        let start = part.time.map_or(now, |t| t.start);
+                        part.time = Some(PartTime { start, end: Some(now) });
+                        if provider_metadata.is_some() {
+                            part.metadata = provider_metadata;
+                        }
+                    }
+                    self.upsert(index);
+                }
+            }
+            LlmEvent::ToolInputStart { id, name, provider_executed } => {
+                self.refuse_in_summary(&name)?;
+                self.ensure_tool_call(&id, &name, provider_executed, now);
+            }
+            LlmEvent::ToolInputDelta { .. } => {}
+            LlmEvent::ToolInputEnd { id, name } => {
+                self.ensure_tool_call(&id, &name, false, now);
+            }
+            LlmEvent::ToolCall { id, name, input, provider_executed, provider_metadata } => {
+                self.refuse_in_summary(&name)?;
+                self.tool_call(id, name, input, provider_executed, provider_metadata, now);
+            }
+            LlmEvent::ToolResult { id, name, result, .. } => self.complete_tool_call(&id, &name, result, now),
+            LlmEvent::ToolError { id, message, error, .. } => {
+                self.fail_tool_call(&id, message, error.as_ref(), now);
+            }
+            LlmEvent::ProviderError { message, .. } => {
+                return Err(ProcessorError::Stream(MessageError::UnknownError { message }));
+            }
+            LlmEvent::StepStart { .. } => {
+                if self.snapshot.is_none() {
+                    self.phase = Phase::AwaitStepStartSnapshot;
+                    self.effects.push_back(Effect::TakeSnapshot(SnapshotPurpose::StepStart));
+                } else {
+                    let snapshot = self.snapshot.clone();
+                    self.push_step_start(snapshot, now);
+                }
+            }
+            LlmEvent::StepFinish { reason, usage, provider_metadata, .. } => {
+                self.phase = Phase::AwaitFinishSnapshot { reason, usage, metadata: provider_metadata };
+                self.effects.push_back(Effect::TakeSnapshot(SnapshotPurpose::StepFinish));
+            }
+            LlmEvent::Finish { .. } => {}
+        }
+        Ok(())
+    }
+
+    pub(super) fn refuse_in_summary(&self, name: &str) -> Result<(), ProcessorError> {
+        if self.message.is_summary() {
+            Err(ProcessorError::Stream(MessageError::UnknownError { message: summary_tool_call_error(name) }))
+        } else {
+            Ok(())
+        }
+    }
+}

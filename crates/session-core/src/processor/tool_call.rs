@@ -1,0 +1,188 @@
+//! The tool-call lifecycle (SPEC 1.2 and 2): a pending part on input start, running on the
+//! call (after the doom-loop check of SPEC 3), completed or failed on the result.
+
+use serde_json::Value;
+
+use super::protocol::{Effect, Input, ProcessorError};
+use super::state::{Phase, Processor, TrackedCall};
+use crate::event::{ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue};
+use crate::js_json::JsonObject;
+use crate::message::{
+    FilePart, MessageError, PartKind, ToolOutput, ToolPart, ToolState, normalize_tool_input,
+    with_provider_executed,
+};
+use crate::permission::check_doom_loop;
+
+impl Processor {
+    pub(super) fn tool_call(
+        &mut self,
+        id: String,
+        name: String,
+        input: Value,
+        provider_executed: bool,
+        provider_metadata: Option<ProviderMetadata>,
+        now: u64,
+    ) {
+        let index = self.ensure_tool_call(&id, &name, provider_executed, now);
+        let input = normalize_tool_input(input);
+        let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
+        let executed_by_provider = provider_executed || tool.provider_executed();
+        tool.tool.clone_from(&name);
+        if tool.state.start(input.clone(), now).is_err() {
+            // A call for a settled part: the table allows no transition, so nothing changes.
+            return;
+        }
+        tool.metadata = if executed_by_provider {
+            Some(with_provider_executed(provider_metadata))
+        } else {
+            provider_metadata
+        };
+        let part_id = self.parts[index].id.clone();
+        self.upsert(index);
+        if let Some(request) = check_doom_loop(&self.parts, &name, &input) {
+            self.phase = Phase::AwaitPermission { call_id: id.clone() };
+            self.effects.push_back(Effect::AskPermission { call_id: id, request });
+            return;
+        }
+        if !executed_by_provider {
+            self.effects.push_back(Effect::ExecuteTool { part_id, call_id: id, tool: name, input });
+        }
+    }
+
+    pub(super) fn permission_replied(&mut self, reply: Result<(), String>) -> Result<(), ProcessorError> {
+        let Phase::AwaitPermission { call_id } = &self.phase else {
+            return Err(self.unexpected(&Input::PermissionReply(reply)));
+        };
+        let call_id = call_id.clone();
+        self.phase = Phase::Streaming;
+        match reply {
+            Ok(()) => {
+                if let Some(index) = self.tracked_index(&call_id)
+                    && let PartKind::Tool(tool) = &self.parts[index].kind
+                    && !tool.provider_executed()
+                    && let ToolState::Running { input, .. } = &tool.state
+                {
+                    self.effects.push_back(Effect::ExecuteTool {
+                        part_id: self.parts[index].id.clone(),
+                        call_id,
+                        tool: tool.tool.clone(),
+                        input: input.clone(),
+                    });
+                }
+                Ok(())
+            }
+            Err(message) => Err(ProcessorError::Stream(MessageError::UnknownError { message })),
+        }
+    }
+
+    pub(super) fn tool_progress(
+        &mut self,
+        call_id: &str,
+        title: Option<String>,
+        metadata: Option<JsonObject>,
+        now: u64,
+    ) {
+        let Some(index) = self.tracked_index(call_id) else { return };
+        if let PartKind::Tool(tool) = &mut self.parts[index].kind
+            && tool.state.update_progress(title, metadata, now).is_ok()
+        {
+            self.upsert(index);
+        }
+    }
+
+    /// Reuses the tracked part of a call or creates a pending one; returns its index.
+    pub(super) fn ensure_tool_call(
+        &mut self,
+        id: &str,
+        name: &str,
+        provider_executed: bool,
+        now: u64,
+    ) -> usize {
+        if let Some(index) = self.tracked_index(id)
+            && let PartKind::Tool(tool) = &mut self.parts[index].kind
+        {
+            if provider_executed && !tool.provider_executed() {
+                tool.metadata = Some(with_provider_executed(tool.metadata.take()));
+                self.upsert(index);
+            }
+            return index;
+        }
+        let index = self.push_part(
+            PartKind::Tool(ToolPart {
+                call_id: id.to_owned(),
+                tool: name.to_owned(),
+                state: ToolState::pending(),
+                metadata: provider_executed.then(|| with_provider_executed(None)),
+            }),
+            now,
+        );
+        self.toolcalls.insert(id.to_owned(), TrackedCall { index });
+        self.upsert(index);
+        index
+    }
+
+    pub(super) fn complete_tool_call(&mut self, id: &str, name: &str, result: ToolResultValue, now: u64) {
+        let Some(index) = self.tracked_index(id) else { return };
+        let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
+        if tool.state.complete(derive_output(name, result), now).is_ok() {
+            self.toolcalls.remove(id);
+            self.upsert(index);
+        }
+    }
+
+    pub(super) fn fail_tool_call(
+        &mut self,
+        id: &str,
+        message: String,
+        failure: Option<&ToolFailure>,
+        now: u64,
+    ) {
+        let Some(index) = self.tracked_index(id) else { return };
+        let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
+        if tool.state.fail(message, now).is_ok() {
+            if matches!(failure, Some(ToolFailure::PermissionRejected | ToolFailure::QuestionRejected)) {
+                self.blocked = self.should_break;
+            }
+            self.toolcalls.remove(id);
+            self.upsert(index);
+        }
+    }
+}
+
+/// SPEC 1.2 "Tool-result output derivation".
+pub fn derive_output(tool_name: &str, result: ToolResultValue) -> ToolOutput {
+    if let Value::Object(value) = &result.value
+        && let Some(Value::String(output)) = value.get("output")
+    {
+        let title = match value.get("title") {
+            Some(Value::String(title)) => title.clone(),
+            _ => tool_name.to_owned(),
+        };
+        let metadata = match value.get("metadata") {
+            Some(Value::Object(metadata)) => metadata.clone(),
+            _ => JsonObject::new(),
+        };
+        let attachments: Vec<FilePart> = match value.get("attachments") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|item| serde_json::from_value::<FilePart>(item.clone()).ok())
+                .collect(),
+            _ => Vec::new(),
+        };
+        return ToolOutput {
+            title,
+            output: output.clone(),
+            metadata,
+            attachments: (!attachments.is_empty()).then_some(attachments),
+        };
+    }
+    let metadata = match (&result.kind, &result.value) {
+        (ToolResultKind::Json, Value::Object(object)) => object.clone(),
+        _ => JsonObject::new(),
+    };
+    let output = match result.value {
+        Value::String(text) => text,
+        other => crate::js_json::stringify(&other),
+    };
+    ToolOutput { title: tool_name.to_owned(), output, metadata, attachments: None }
+}
