@@ -516,7 +516,7 @@ fn today() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|elapsed| elapsed.as_secs())
         .unwrap_or(0);
-    session_core::utc_date(seconds.saturating_mul(1000))
+    session_core::calendar::utc_date(seconds.saturating_mul(1000))
 }
 
 fn file_name(path: &Path) -> String {

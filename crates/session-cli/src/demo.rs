@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
-use session_core::{Message, ModelRef, PartKind, PermissionAsk, Reply};
+use session_core::{Message, ModelRef, PartKind, permission::PermissionAsk, permission::Reply};
 use session_llm::{Catalog, CatalogModel, Script, ScriptedProvider};
 use session_runtime::{
     GitSnapshotter, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeSettings, Snapshotter,
@@ -87,8 +87,11 @@ pub async fn run_demo(
             .context("opening the embedded store")?,
     );
     let script = Script::demo().with_workdir(&workspace);
-    let limit =
-        session_core::ModelLimit { context: script.model.context, input: None, output: script.model.output };
+    let limit = session_core::overflow::ModelLimit {
+        context: script.model.context,
+        input: None,
+        output: script.model.output,
+    };
     let prompt = script.prompt.clone().unwrap_or_else(|| "Show me around this project.".to_owned());
     let provider = Arc::new(ScriptedProvider::new(script).with_provider_id(DEMO_PROVIDER));
     let catalog = Catalog::embedded()?;

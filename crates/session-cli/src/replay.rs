@@ -9,8 +9,9 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{Value, json};
 use session_core::{
-    AssistantMessage, AssistantTime, Effect, Entropy, IdGenerator, Input, MessageId, MessagePath, ModelCost,
-    ModelLimit, Part, PartKind, Processor, ProcessorConfig, ProcessorError, SessionId, ToolState,
+    AssistantMessage, AssistantTime, Entropy, IdGenerator, MessageId, MessagePath, ModelCost, Part, PartKind,
+    SessionId, ToolState, overflow::ModelLimit, processor::Effect, processor::Input, processor::Processor,
+    processor::ProcessorConfig, processor::ProcessorError,
 };
 use session_llm::{Api, replay as decode_replay};
 

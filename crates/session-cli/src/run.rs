@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
-use session_core::{Identifier as _, PermissionAsk, Reply, SessionId};
+use session_core::{Identifier as _, SessionId, permission::PermissionAsk, permission::Reply};
 pub use session_runtime::{Assembled, RuntimeSetup};
 use session_runtime::{Clock as _, PromptInput, SystemClock};
 use session_store::{Store, StoreOptions};

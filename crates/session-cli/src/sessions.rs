@@ -170,8 +170,8 @@ struct RefuseAsks;
 
 #[async_trait::async_trait]
 impl PermissionAsker for RefuseAsks {
-    async fn ask(&self, _ask: &session_core::PermissionAsk) -> Option<PermissionAnswer> {
-        Some(PermissionAnswer { reply: session_core::Reply::Reject, message: None })
+    async fn ask(&self, _ask: &session_core::permission::PermissionAsk) -> Option<PermissionAnswer> {
+        Some(PermissionAnswer { reply: session_core::permission::Reply::Reject, message: None })
     }
 }
 

@@ -7,8 +7,9 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use rust_decimal::Decimal;
 use serde_json::json;
 use session_core::{
-    AssistantMessage, AssistantTime, Effect, Entropy, FinishReason, Input, LlmEvent, MessageId, MessagePath,
-    Processor, ProcessorConfig, SessionId, TokenUsage, ToolResultKind, ToolResultValue, Usage,
+    AssistantMessage, AssistantTime, Entropy, FinishReason, LlmEvent, MessageId, MessagePath, SessionId,
+    TokenUsage, ToolResultKind, ToolResultValue, Usage, processor::Effect, processor::Input,
+    processor::Processor, processor::ProcessorConfig,
 };
 
 const EVENTS: usize = 1_000_000;

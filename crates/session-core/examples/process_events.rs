@@ -6,8 +6,9 @@
 use rust_decimal::Decimal;
 use serde_json::json;
 use session_core::{
-    AssistantMessage, AssistantTime, Effect, Entropy, Input, LlmEvent, MessageId, MessagePath, ModelCost,
-    Processor, ProcessorConfig, SessionId, TokenUsage, ToolResultKind, ToolResultValue,
+    AssistantMessage, AssistantTime, Entropy, LlmEvent, MessageId, MessagePath, ModelCost, SessionId,
+    TokenUsage, ToolResultKind, ToolResultValue, processor::Effect, processor::Input, processor::Processor,
+    processor::ProcessorConfig,
 };
 
 /// A tiny deterministic entropy source; a real driver uses a proper random generator.

@@ -7,9 +7,9 @@
 //! only does the IO around it.
 
 use crate::{
-    AssistantContent, AssistantMessage, CompactionConfig, CompactionPart, FinishReason, Message, MessageId,
-    MessageWithParts, ModelLimit, ModelMessage, Outcome, PartId, PartKind, UserContent, UserMessage,
-    is_overflow,
+    AssistantMessage, CompactionPart, FinishReason, Message, MessageId, MessageWithParts, PartId, PartKind,
+    UserMessage, config::CompactionConfig, history::AssistantContent, history::ModelMessage,
+    history::UserContent, overflow::ModelLimit, overflow::is_overflow, processor::Outcome,
 };
 
 /// What the loop knows after reading the history (SPEC 12 step 1).

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::Value;
-use session_core::{ModelCost, ModelLimit};
+use session_core::{ModelCost, overflow::ModelLimit};
 
 /// The models.dev snapshot this build carries (`data/models.json`).
 const EMBEDDED: &str = include_str!("../data/models.json");
@@ -265,7 +265,7 @@ pub fn split_model_ref(reference: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use rust_decimal::Decimal;
-    use session_core::{StepUsage, Usage, get_usage};
+    use session_core::{StepUsage, Usage, usage::get_usage};
 
     use super::*;
 

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use session_core::{ApiCallFailure, ClassifiedError, MessageError, parse_api_call_error, parse_stream_error};
+use session_core::{
+    MessageError, provider_error::ApiCallFailure, provider_error::ClassifiedError,
+    provider_error::parse_api_call_error, provider_error::parse_stream_error,
+};
 
 use crate::sse::SseError;
 
@@ -298,7 +301,7 @@ pub fn api_failure(
     let message = info
         .message
         .filter(|m| !m.is_empty())
-        .or_else(|| session_core::status_text(status).map(str::to_owned))
+        .or_else(|| session_core::provider_error::status_text(status).map(str::to_owned))
         .unwrap_or_default();
     let provider_retryable = match headers.get("x-should-retry").map(String::as_str) {
         Some("true") => true,
@@ -326,7 +329,7 @@ pub(crate) fn stream_error(provider_id: &str, status: Option<u16>, payload: &str
     let Ok(value) = serde_json::from_str::<Value>(payload) else {
         return LlmError::Stream { message: payload.to_owned() };
     };
-    let body = Some(session_core::stringify(&value));
+    let body = Some(session_core::js_json::stringify(&value));
     if let Some(classified) = parse_stream_error(&value) {
         let failure =
             ApiCallFailure { status_code: status, response_body: body, ..ApiCallFailure::default() };
@@ -334,7 +337,7 @@ pub(crate) fn stream_error(provider_id: &str, status: Option<u16>, payload: &str
     }
     let info = read_error_body(payload);
     let Some(message) = info.message.filter(|m| !m.is_empty()) else {
-        return LlmError::Stream { message: session_core::stringify(&value) };
+        return LlmError::Stream { message: session_core::js_json::stringify(&value) };
     };
     let is_retryable =
         info.kind.as_deref().is_some_and(kind_retryable) || status.is_some_and(status_retryable);
@@ -414,14 +417,14 @@ mod tests {
     fn an_idle_timeout_is_retried_whatever_its_length() {
         for ms in [1, 300, 400, 500, 120_000] {
             let error = LlmError::IdleTimeout { after: Duration::from_millis(ms) }.to_message_error();
-            assert!(session_core::retryable(&error, None).is_some(), "{ms} ms: {error:?}");
+            assert!(session_core::retry::retryable(&error, None).is_some(), "{ms} ms: {error:?}");
         }
         // A malformed event and a cut stream are not transient: SPEC 7.2 stops on them.
         for error in [
             LlmError::MalformedEvent { index: 4, message: "EOF while parsing a value".into() },
             LlmError::Truncated { expected: "finishReason" },
         ] {
-            assert_eq!(session_core::retryable(&error.to_message_error(), None), None, "{error}");
+            assert_eq!(session_core::retry::retryable(&error.to_message_error(), None), None, "{error}");
         }
     }
 }

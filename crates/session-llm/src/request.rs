@@ -1,7 +1,7 @@
 //! The provider-neutral request every adapter takes, and what a request builder produces.
 
 use serde_json::Value;
-use session_core::{ModelMessage, ToolResultContent, ToolResultOutput};
+use session_core::{history::ModelMessage, history::ToolResultContent, history::ToolResultOutput};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::LlmError;

@@ -163,7 +163,7 @@ mod describe_tests {
         let text = describe_chain(&reset);
         assert_eq!(text, "error reading a body from connection: Connection reset by peer (ECONNRESET)");
         let error = LlmError::Transport(TransportError::new(text)).to_message_error();
-        assert!(session_core::retryable(&error, None).is_some(), "{error:?}");
+        assert!(session_core::retry::retryable(&error, None).is_some(), "{error:?}");
         let other = Wrapper(io::Error::other("something else"));
         assert_eq!(describe_chain(&other), "error reading a body from connection: something else");
     }

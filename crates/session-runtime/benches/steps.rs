@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use session_core::{ModelCost, ModelLimit, ModelRef, PermissionAsk, Reply};
+use session_core::{ModelCost, ModelRef, overflow::ModelLimit, permission::PermissionAsk, permission::Reply};
 use session_llm::{CatalogModel, Provider, Script, ScriptedProvider};
 use session_runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, Sleeper};
 use session_store::{SqliteConfig, SqliteStore, StoreOptions};

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use session_core::{ModelRef, PermissionAsk, Reply};
+use session_core::{ModelRef, permission::PermissionAsk, permission::Reply};
 use session_llm::{Script, ScriptedProvider};
 use session_runtime::{BusEvent, PromptInput, ProviderEntry, Runtime, RuntimeSettings, StaticModels};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};

@@ -38,7 +38,7 @@ fn random_seed(now_ms: u64) -> u64 {
 }
 
 /// Epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`, like JavaScript's `toISOString`.
-pub(crate) use session_core::iso_time;
+pub(crate) use session_core::calendar::iso_time;
 
 /// OpenCode's default title of a new session.
 pub(crate) fn default_title(child: bool, now_ms: u64) -> String {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt as _;
-use session_core::{ModelMessage, UserContent};
+use session_core::{history::ModelMessage, history::UserContent};
 use session_llm::{Api, Fault, FaultKind, HttpProvider, LlmRequest, Provider as _, ReqwestTransport, Script};
 use session_testkit::TestServer;
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use criterion::{Criterion, Throughput};
 use serde_json::{Value, json};
-use session_core::{Action, JsonObject, MessageId, Rule, SessionId};
+use session_core::{JsonObject, MessageId, SessionId, permission::Action, permission::Rule};
 use session_tools::{
     CallScope, CallTracker, PermissionEngine, ProgressSink, ReplyLater, Tool, ToolContext, ToolError,
     ToolExecutor, ToolInvocation, ToolSuccess, ToolUpdate, Workspace, builtin_registry,

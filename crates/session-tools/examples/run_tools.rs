@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use session_core::{AgentPaths, BuiltinAgent, MessageId, PermissionAsk, SessionId, agent_ruleset};
+use session_core::{
+    MessageId, SessionId, permission::AgentPaths, permission::BuiltinAgent, permission::PermissionAsk,
+    permission::agent_ruleset,
+};
 use session_tools::{
     CallScope, CallTracker, PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor,
     ToolInvocation, ToolUpdate, Workspace, builtin_registry,

@@ -5,7 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
-use session_core::{JsonObject, MessageId, PermissionRequest, Ruleset, SessionId, ToolCallRef};
+use session_core::{
+    JsonObject, MessageId, SessionId, permission::PermissionRequest, permission::Ruleset,
+    permission::ToolCallRef,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;

@@ -1,6 +1,8 @@
 //! The one error type of this crate.
 
-use session_core::{PermissionError, QuestionRejectedError, TOOL_ABORTED_TEXT, ToolFailure};
+use session_core::{
+    ToolFailure, message::TOOL_ABORTED_TEXT, permission::PermissionError, permission::QuestionRejectedError,
+};
 
 /// Why a tool call failed. Its `Display` text is what the model reads as the tool error.
 #[derive(Debug, thiserror::Error)]

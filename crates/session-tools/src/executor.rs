@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use session_core::{Effect, JsonObject, MessageId, Ruleset, SessionId};
+use session_core::{JsonObject, MessageId, SessionId, permission::Ruleset, processor::Effect};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{ContextParts, ProgressSink, ToolContext};

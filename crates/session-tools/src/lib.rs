@@ -16,7 +16,7 @@
 //!   and `todoread`, with OpenCode's names and parameter names, the file tools confined to the
 //!   [`Workspace`] (a path outside it asks `external_directory`).
 //!
-//! It deliberately does not own the rules themselves (`session_core::evaluate`, the agents'
+//! It deliberately does not own the rules themselves (`session_core::permission::evaluate`, the agents'
 //! rulesets), the tool-part state machine (the processor), persistence, the event bus or the
 //! model request; and it reads no environment variables (the `bash` child inherits the
 //! environment of the process, which is intended).

@@ -9,8 +9,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use session_core::{
-    Action, AskOutcome, IdGenerator, PermissionAsk, PermissionAsks, PermissionError, PermissionId,
-    PermissionRequest, Reply, Resolution, Rule, Ruleset, SessionId, SplitMix, ToolCallRef,
+    IdGenerator, PermissionId, SessionId, SplitMix, permission::Action, permission::AskOutcome,
+    permission::PermissionAsk, permission::PermissionAsks, permission::PermissionError,
+    permission::PermissionRequest, permission::Reply, permission::Resolution, permission::Rule,
+    permission::Ruleset, permission::ToolCallRef,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;

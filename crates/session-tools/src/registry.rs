@@ -83,7 +83,7 @@ impl ToolRegistry {
     }
 
     /// The definitions to send with a model request, leaving out the tools in `disabled`
-    /// (see `session_core::disabled_tools`).
+    /// (see `session_core::permission::disabled_tools`).
     pub fn definitions(&self, disabled: &std::collections::BTreeSet<String>) -> Vec<ToolDefinition> {
         self.entries
             .iter()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use session_core::{Input, JsonObject, LlmEvent};
+use session_core::{JsonObject, LlmEvent, processor::Input};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use session_core::{Identifier as _, Message, PermissionAsk, PermissionId, Reply, Resolution, SessionId};
+use session_core::{
+    Identifier as _, Message, PermissionId, SessionId, permission::PermissionAsk, permission::Reply,
+    permission::Resolution,
+};
 use session_runtime::{BusEvent, Runtime};
 use session_store::{Notice, Notifier, NotifyError, Store};
 use session_tools::PermissionEngine;

@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde_json::{Value, json};
-use session_core::{Part, PartKind, PermissionAsk, Reply, Resolution};
+use session_core::{Part, PartKind, permission::PermissionAsk, permission::Reply, permission::Resolution};
 use session_runtime::{BusEvent, Clock as _, SystemClock};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::broadcast;

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, Reply, SessionId};
+use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, SessionId, permission::Reply};
 use session_runtime::{BusEvent, PromptInput};
 use session_store::{ListSessions, NewSession, Session};
 

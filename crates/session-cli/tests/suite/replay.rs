@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use session_cli::{ReplayModel, replay};
-use session_core::{Entropy, ModelCost, ModelLimit, PartKind, ToolStatus};
+use session_core::{Entropy, ModelCost, PartKind, ToolStatus, overflow::ModelLimit};
 use session_llm::Api;
 
 struct Lcg(u64);

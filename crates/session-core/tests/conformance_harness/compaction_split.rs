@@ -8,9 +8,11 @@ use std::collections::HashMap;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use session_core::{
-    AssistantMessage, AssistantTime, CompactionConfig, CompactionPart, CreatedTime, Message, MessageId,
-    MessagePath, MessageWithParts, ModelLimit, ModelRef, OUTPUT_TOKEN_MAX, Part, PartId, PartKind, SessionId,
-    TextPart, TokenUsage, Turn, UserMessage, preserve_budget, select_tail, split_turn, turns, usable,
+    AssistantMessage, AssistantTime, CompactionPart, CreatedTime, Message, MessageId, MessagePath,
+    MessageWithParts, ModelRef, Part, PartId, PartKind, SessionId, TextPart, TokenUsage, UserMessage,
+    compaction::Turn, compaction::preserve_budget, compaction::select_tail, compaction::split_turn,
+    compaction::turns, config::CompactionConfig, overflow::ModelLimit, overflow::OUTPUT_TOKEN_MAX,
+    overflow::usable,
 };
 
 use crate::{Report, case_name, cases};
@@ -191,7 +193,7 @@ fn select_case(case: &Value) -> Result<Value, String> {
     let input = input(case)?;
     let sized = sized(input)?;
     let tail_turns = match input.get("tail_turns") {
-        None | Some(Value::Null) => session_core::tail_turns(&CompactionConfig::default()),
+        None | Some(Value::Null) => session_core::compaction::tail_turns(&CompactionConfig::default()),
         Some(value) => value.as_i64().ok_or_else(|| format!("tail_turns {value}"))?,
     };
     let budget = budget_input(input)?;

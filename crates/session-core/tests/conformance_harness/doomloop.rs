@@ -4,10 +4,11 @@
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use session_core::{
-    AgentPaths, AskOutcome, BuiltinAgent, CompletedTime, ErrorTime, FinishReason, JsonObject, MessageId,
-    Part, PartId, PartKind, PartTime, PermissionAsks, PermissionError, PermissionId, ReasoningPart, Rule,
-    RunningTime, SessionId, StepFinishPart, StepStartPart, TextPart, TokenUsage, ToolPart, ToolState,
-    check_doom_loop, doom_loop_request, normalize_tool_input, rules_from_config,
+    CompletedTime, ErrorTime, FinishReason, JsonObject, MessageId, Part, PartId, PartKind, PartTime,
+    PermissionId, ReasoningPart, RunningTime, SessionId, StepFinishPart, StepStartPart, TextPart, TokenUsage,
+    ToolPart, ToolState, message::normalize_tool_input, permission::AgentPaths, permission::AskOutcome,
+    permission::BuiltinAgent, permission::PermissionAsks, permission::PermissionError, permission::Rule,
+    permission::check_doom_loop, permission::doom_loop_request, permission::rules_from_config,
 };
 
 use crate::{Report, case_name, cases};
@@ -132,7 +133,7 @@ fn run_permission(case: &Value) -> Result<Value, String> {
         None => Vec::new(),
     };
     // The ask uses the agent's ruleset only (no session rules), followed by the approved rules.
-    let ruleset = session_core::agent_ruleset(Some(agent), &AgentPaths::default(), &user, &[]);
+    let ruleset = session_core::permission::agent_ruleset(Some(agent), &AgentPaths::default(), &user, &[]);
     let mut asks = PermissionAsks::new(approved);
     let request = doom_loop_request(tool, &JsonObject::new());
     let outcome = asks.ask(

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value, json};
 use session_core::{
-    CompactionConfig, ModelLimit, OUTPUT_TOKEN_MAX, TokenUsage, is_overflow, max_output_tokens, usable,
+    TokenUsage, config::CompactionConfig, overflow::ModelLimit, overflow::OUTPUT_TOKEN_MAX,
+    overflow::is_overflow, overflow::max_output_tokens, overflow::usable,
 };
 
 use crate::{Report, case_name, cases, json_equal};

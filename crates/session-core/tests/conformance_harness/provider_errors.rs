@@ -4,8 +4,9 @@
 
 use serde_json::{Map, Value, json};
 use session_core::{
-    ApiCallFailure, ClassifiedError, NO_BODY_PATTERN, OVERFLOW_PATTERNS, parse_api_call_error,
-    parse_stream_error,
+    provider_error::ApiCallFailure, provider_error::ClassifiedError, provider_error::NO_BODY_PATTERN,
+    provider_error::OVERFLOW_PATTERNS, provider_error::parse_api_call_error,
+    provider_error::parse_stream_error,
 };
 
 use crate::retry::{object, only_keys};

@@ -7,10 +7,10 @@
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use session_core::{
-    AssistantMessage, AssistantTime, CompactionConfig, CompactionPart, CompletedTime, CreatedTime, ErrorTime,
-    JsonObject, Message, MessageId, MessagePath, MessageWithParts, ModelRef, Part, PartId, PartKind,
-    RunningTime, SessionId, StepStartPart, TextPart, TokenUsage, ToolPart, ToolState, UserMessage,
-    apply_prune,
+    AssistantMessage, AssistantTime, CompactionPart, CompletedTime, CreatedTime, ErrorTime, JsonObject,
+    Message, MessageId, MessagePath, MessageWithParts, ModelRef, Part, PartId, PartKind, RunningTime,
+    SessionId, StepStartPart, TextPart, TokenUsage, ToolPart, ToolState, UserMessage,
+    compaction::apply_prune, config::CompactionConfig,
 };
 
 use crate::{Report, case_name, cases};

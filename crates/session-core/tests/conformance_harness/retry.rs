@@ -3,7 +3,8 @@
 
 use serde_json::{Map, Value, json};
 use session_core::{
-    MessageError, RetryCarry, RetryConfig, RetryDecision, RetryLimit, RetryRequest, decide, delay, retryable,
+    MessageError, retry::RetryCarry, retry::RetryConfig, retry::RetryDecision, retry::RetryLimit,
+    retry::RetryRequest, retry::decide, retry::delay, retry::retryable,
 };
 
 use crate::{Report, case_name, cases};

@@ -5,7 +5,9 @@
 //! through the real serde shapes, so a field the vector does give is read exactly as stored.
 
 use serde_json::{Map, Value, json};
-use session_core::{MessageWithParts, ModelTarget, ToModelOptions, to_model_messages};
+use session_core::{
+    MessageWithParts, history::ModelTarget, history::ToModelOptions, history::to_model_messages,
+};
 
 use crate::{Report, case_name, cases};
 

@@ -2,7 +2,7 @@
 
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
-use session_core::{ModelCost, ProviderMetadata, StepUsage, Usage, get_usage};
+use session_core::{ModelCost, ProviderMetadata, StepUsage, Usage, usage::get_usage};
 
 use crate::overflow::{object, only_keys, read_exactly};
 use crate::{Report, case_name, cases, json_equal};

@@ -4,12 +4,14 @@ use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use rust_decimal::Decimal;
 use session_core::{
-    AssistantMessage, AssistantTime, CompactionConfig, CompactionError, CompactionPart, CompletedTime,
-    CreatedTime, FilePart, FinishReason, JsonObject, Message, MessageError, MessageId, MessagePath,
-    MessageWithParts, ModelRef, NEW_SUMMARY_ANCHOR, PRUNE_PROTECT, Part, PartId, PartKind, SUMMARY_TEMPLATE,
-    SessionId, TextPart, TokenUsage, ToolPart, ToolState, UserMessage, apply_prune, compaction_history,
-    continue_part, continue_text, filter_compacted, plan_prune, preserve_budget, replay_parts, select_tail,
-    split_turn, summary_prompt, too_large_error, turns,
+    AssistantMessage, AssistantTime, CompactionPart, CompletedTime, CreatedTime, FilePart, FinishReason,
+    JsonObject, Message, MessageError, MessageId, MessagePath, MessageWithParts, ModelRef, Part, PartId,
+    PartKind, SessionId, TextPart, TokenUsage, ToolPart, ToolState, UserMessage, compaction::CompactionError,
+    compaction::NEW_SUMMARY_ANCHOR, compaction::PRUNE_PROTECT, compaction::SUMMARY_TEMPLATE,
+    compaction::apply_prune, compaction::compaction_history, compaction::continue_part,
+    compaction::continue_text, compaction::filter_compacted, compaction::plan_prune,
+    compaction::preserve_budget, compaction::replay_parts, compaction::select_tail, compaction::split_turn,
+    compaction::summary_prompt, compaction::too_large_error, compaction::turns, config::CompactionConfig,
 };
 
 fn user(id: &str, kinds: Vec<PartKind>) -> MessageWithParts {

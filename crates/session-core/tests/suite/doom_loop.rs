@@ -4,9 +4,9 @@ use pretty_assertions::assert_eq;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use session_core::{
-    CompletedTime, DOOM_LOOP_THRESHOLD, FinishReason, JsonObject, MessageId, Part, PartId, PartKind,
-    SessionId, StepFinishPart, TextPart, TokenUsage, ToolPart, ToolState, check_doom_loop, doom_loop_request,
-    normalize_tool_input,
+    CompletedTime, FinishReason, JsonObject, MessageId, Part, PartId, PartKind, SessionId, StepFinishPart,
+    TextPart, TokenUsage, ToolPart, ToolState, message::normalize_tool_input,
+    permission::DOOM_LOOP_THRESHOLD, permission::check_doom_loop, permission::doom_loop_request,
 };
 
 fn part(index: usize, kind: PartKind) -> Part {

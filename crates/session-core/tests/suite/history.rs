@@ -5,9 +5,10 @@ use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use session_core::{
     AssistantMessage, AssistantTime, CompletedTime, CreatedTime, FilePart, JsonObject, Message, MessageError,
-    MessageId, MessagePath, MessageWithParts, ModelMessage, ModelRef, ModelTarget, Part, PartId, PartKind,
-    PartTime, ReasoningPart, RunningTime, SessionId, StepStartPart, TextPart, ToModelOptions, TokenUsage,
-    ToolPart, ToolState, UserMessage, estimate, estimate_model_messages, stringify, to_model_messages,
+    MessageId, MessagePath, MessageWithParts, ModelRef, Part, PartId, PartKind, PartTime, ReasoningPart,
+    RunningTime, SessionId, StepStartPart, TextPart, TokenUsage, ToolPart, ToolState, UserMessage,
+    history::ModelMessage, history::ModelTarget, history::ToModelOptions, history::estimate_model_messages,
+    history::to_model_messages, js_json::stringify, token::estimate,
 };
 
 fn part(index: usize, kind: PartKind) -> Part {

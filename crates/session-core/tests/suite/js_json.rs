@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use session_core::{format_js_number, stringify, stringify_object};
+use session_core::{js_json::format_js_number, js_json::stringify, js_json::stringify_object};
 
 #[test]
 fn keeps_insertion_order_and_has_no_whitespace() {

@@ -3,8 +3,8 @@
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use session_core::{
-    COMPACTION_BUFFER, CacheTokens, CompactionConfig, ModelLimit, OUTPUT_TOKEN_MAX, TokenUsage, is_overflow,
-    max_output_tokens, usable,
+    CacheTokens, TokenUsage, config::CompactionConfig, overflow::COMPACTION_BUFFER, overflow::ModelLimit,
+    overflow::OUTPUT_TOKEN_MAX, overflow::is_overflow, overflow::max_output_tokens, overflow::usable,
 };
 
 fn limit(context: u64, input: Option<u64>, output: u64) -> ModelLimit {

@@ -4,10 +4,13 @@ use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::json;
 use session_core::{
-    Action, AgentPaths, AskOutcome, BuiltinAgent, PERMISSION_DENIED_PREFIX, PermissionAsks,
-    PermissionConfigError, PermissionError, PermissionId, PermissionRequest, QuestionRejectedError, Reply,
-    Resolution, Rule, SessionId, agent_ruleset, default_rules, disabled_tools, doom_loop_request, evaluate,
-    matching_rule, rules_from_config, wildcard_match,
+    PermissionId, SessionId, permission::Action, permission::AgentPaths, permission::AskOutcome,
+    permission::BuiltinAgent, permission::PERMISSION_DENIED_PREFIX, permission::PermissionAsks,
+    permission::PermissionConfigError, permission::PermissionError, permission::PermissionRequest,
+    permission::QuestionRejectedError, permission::Reply, permission::Resolution, permission::Rule,
+    permission::agent_ruleset, permission::default_rules, permission::disabled_tools,
+    permission::doom_loop_request, permission::evaluate, permission::matching_rule,
+    permission::rules_from_config, permission::wildcard_match,
 };
 
 fn rule(permission: &str, pattern: &str, action: Action) -> Rule {
@@ -402,11 +405,11 @@ fn error_texts() {
 
 #[test]
 fn ask_serializes_like_opencode() {
-    let ask = session_core::PermissionAsk {
+    let ask = session_core::permission::PermissionAsk {
         id: id(1),
         session_id: session("a"),
         request: doom_loop_request("read", &serde_json::from_value(json!({"filePath": "/a"})).unwrap()),
-        tool: Some(session_core::ToolCallRef {
+        tool: Some(session_core::permission::ToolCallRef {
             message_id: session_core::MessageId::new_unchecked("msg_1"),
             call_id: "call_1".into(),
         }),

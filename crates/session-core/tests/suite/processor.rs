@@ -4,10 +4,10 @@ use proptest::prelude::*;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use session_core::{
-    AssistantMessage, AssistantTime, CompactionConfig, Effect, Entropy, FinishReason, Input, LlmEvent,
-    MessageError, MessageId, MessagePath, ModelCost, ModelLimit, Outcome, Part, PartKind, Processor,
-    ProcessorConfig, ProcessorError, SessionId, TokenUsage, ToolFailure, ToolResultKind, ToolResultValue,
-    ToolStatus, Usage,
+    AssistantMessage, AssistantTime, Entropy, FinishReason, LlmEvent, MessageError, MessageId, MessagePath,
+    ModelCost, Part, PartKind, SessionId, TokenUsage, ToolFailure, ToolResultKind, ToolResultValue,
+    ToolStatus, Usage, config::CompactionConfig, overflow::ModelLimit, processor::Effect, processor::Input,
+    processor::Outcome, processor::Processor, processor::ProcessorConfig, processor::ProcessorError,
 };
 
 /// A deterministic entropy source so part ids are stable in snapshots.

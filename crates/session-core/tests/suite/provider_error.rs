@@ -7,8 +7,10 @@ use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use session_core::{
-    ApiCallFailure, ClassifiedError, MessageError, OVERFLOW_PATTERNS, RetryConfig, classify_stream_error,
-    parse_api_call_error, parse_stream_error, retryable, status_text,
+    MessageError, provider_error::ApiCallFailure, provider_error::ClassifiedError,
+    provider_error::OVERFLOW_PATTERNS, provider_error::classify_stream_error,
+    provider_error::parse_api_call_error, provider_error::parse_stream_error, provider_error::status_text,
+    retry::RetryConfig, retry::retryable,
 };
 
 fn failure(message: &str, status: Option<u16>, body: Option<&str>) -> ApiCallFailure {
@@ -64,7 +66,7 @@ fn anthropic_rate_limit_keeps_headers_and_url_for_retry() {
         Some("https://api.example.invalid/v1/chat/completions")
     );
     assert_eq!(retryable(&error, None).as_deref(), Some(message.as_str()));
-    assert_eq!(session_core::delay(1, Some(&error), 0.0, 0, None), 16_000.0);
+    assert_eq!(session_core::retry::delay(1, Some(&error), 0.0, 0, None), 16_000.0);
 }
 
 #[test]

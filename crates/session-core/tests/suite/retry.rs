@@ -7,9 +7,10 @@ use std::time::{Duration, UNIX_EPOCH};
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use session_core::{
-    MessageError, RETRY_MAX_DELAY_MS, RETRY_MAX_DELAY_NO_HEADERS_MS, RETRY_UNSAFE_CODE, RetryCarry,
-    RetryConfig, RetryDecision, RetryLimit, RetryRequest, clamp_delay, decide, delay, parse_float,
-    parse_http_date, retryable,
+    MessageError, retry::RETRY_MAX_DELAY_MS, retry::RETRY_MAX_DELAY_NO_HEADERS_MS, retry::RETRY_UNSAFE_CODE,
+    retry::RetryCarry, retry::RetryConfig, retry::RetryDecision, retry::RetryLimit, retry::RetryRequest,
+    retry::clamp_delay, retry::decide, retry::delay, retry::parse_float, retry::parse_http_date,
+    retry::retryable,
 };
 
 const NOW: u64 = 1_767_225_600_000;

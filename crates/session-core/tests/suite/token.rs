@@ -1,7 +1,10 @@
 //! Token estimates and UTF-16 truncation (SPEC 9, 10.1).
 
 use proptest::prelude::*;
-use session_core::{cut_utf16, estimate, estimate_units, truncate_tool_output, truncation_suffix, utf16_len};
+use session_core::{
+    token::cut_utf16, token::estimate, token::estimate_units, token::truncate_tool_output,
+    token::truncation_suffix, token::utf16_len,
+};
 
 #[test]
 fn utf16_len_counts_code_units() {

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use session_core::{
-    CachePrices, CacheTokens, ModelCost, Prices, ProviderMetadata, TokenUsage, Usage, get_usage,
+    CachePrices, CacheTokens, ModelCost, Prices, ProviderMetadata, TokenUsage, Usage, usage::get_usage,
 };
 
 #[expect(clippy::unwrap_used, reason = "a fixture that does not parse is a test bug")]

@@ -1,7 +1,10 @@
 //! The Gemini request builder (`POST /models/{model}:streamGenerateContent?alt=sse`).
 
 use serde_json::{Map, Value, json};
-use session_core::{AssistantContent, ModelMessage, ToolResultContent, ToolResultOutput, UserContent};
+use session_core::{
+    history::AssistantContent, history::ModelMessage, history::ToolResultContent, history::ToolResultOutput,
+    history::UserContent,
+};
 
 use crate::error::LlmError;
 use crate::request::{BuiltRequest, LlmRequest, data_url, option_str, output_text, push_merged};

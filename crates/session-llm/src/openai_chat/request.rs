@@ -1,7 +1,7 @@
 //! The Chat Completions request builder (`POST /chat/completions`).
 
 use serde_json::{Map, Value, json};
-use session_core::{AssistantContent, ModelMessage, UserContent};
+use session_core::{history::AssistantContent, history::ModelMessage, history::UserContent};
 
 use crate::error::LlmError;
 use crate::request::{BuiltRequest, LlmRequest, data_url, output_text, unsupported_file};

@@ -4,7 +4,10 @@
 //! summaries and the encrypted content the stream gave (`include: reasoning.encrypted_content`).
 
 use serde_json::{Map, Value, json};
-use session_core::{AssistantContent, ModelMessage, ToolResultContent, ToolResultOutput, UserContent};
+use session_core::{
+    history::AssistantContent, history::ModelMessage, history::ToolResultContent, history::ToolResultOutput,
+    history::UserContent,
+};
 
 use crate::error::LlmError;
 use crate::request::{BuiltRequest, LlmRequest, option_str, output_text, unsupported_file};

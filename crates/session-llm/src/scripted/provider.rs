@@ -46,7 +46,7 @@ pub struct ScriptedRequest {
 ///
 /// ```
 /// use futures_util::StreamExt;
-/// use session_core::{LlmEvent, ModelMessage, UserContent};
+/// use session_core::{LlmEvent, history::ModelMessage, history::UserContent};
 /// use session_llm::{LlmRequest, Provider, Script, ScriptedProvider};
 ///
 /// let script = Script::from_json(r#"{"turns": [{"text": "Hello!"}]}"#).unwrap();

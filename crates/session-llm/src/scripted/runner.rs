@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::Serialize;
-use session_core::{AssistantContent, FinishReason, ModelMessage, UserContent};
+use session_core::{FinishReason, history::AssistantContent, history::ModelMessage, history::UserContent};
 
 use super::render::FaultAction;
 use super::reply::{Reply, ReplyCall, ReplyUsage};

@@ -112,7 +112,7 @@ fn openai_errors() {
     let quota = classify_http("openai-429-insufficient-quota.json");
     let LlmError::Api(api) = &quota else { panic!("{quota:?}") };
     assert_eq!((api.status, api.provider_retryable, api.retryable()), (Some(429), false, false));
-    assert_eq!(session_core::retryable(&quota.to_message_error(), None), None);
+    assert_eq!(session_core::retry::retryable(&quota.to_message_error(), None), None);
 
     // A request larger than the TPM limit is a plain 429 with the rate-limit code; only its
     // message tells it apart, so the transport's flag stays true.

@@ -2,7 +2,7 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use session_core::ModelMessage;
+use session_core::history::ModelMessage;
 use session_llm::{
     Api, BuiltRequest, LlmError, LlmRequest, ProviderEndpoint, RequestOptions, ToolChoice, ToolSpec,
     build_request, http_request,

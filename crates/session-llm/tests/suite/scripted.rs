@@ -8,8 +8,8 @@ use futures_util::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 use session_core::{
-    AssistantContent, FinishReason, LlmEvent, ModelMessage, ToolCall, ToolResult, ToolResultOutput,
-    UserContent,
+    FinishReason, LlmEvent, history::AssistantContent, history::ModelMessage, history::ToolCall,
+    history::ToolResult, history::ToolResultOutput, history::UserContent,
 };
 use session_llm::{
     Api, Fault, FaultKind, LlmError, LlmRequest, Provider, RequestKind, Script, ScriptCall, ScriptedProvider,
@@ -355,7 +355,7 @@ async fn http_faults_are_classified_like_http_answers() {
         assert_eq!(api_error.headers.get("retry-after-ms").map(String::as_str), Some("1500"));
         assert_eq!(api_error.headers.get("retry-after").map(String::as_str), Some("2"));
         assert!(api_error.retryable(), "{api}");
-        let delay = session_core::delay(1, Some(&error.to_message_error()), 0.0, 0, None);
+        let delay = session_core::retry::delay(1, Some(&error.to_message_error()), 0.0, 0, None);
         assert_eq!(delay, 1500.0, "{api}");
 
         for (kind, status) in [

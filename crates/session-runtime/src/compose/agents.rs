@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use session_core::AgentPaths;
+use session_core::permission::AgentPaths;
 
 use crate::config::{Config, ConfigError};
 use crate::engine::Agent;

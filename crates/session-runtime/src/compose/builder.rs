@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use session_core::{AgentPaths, CompactionConfig, ModelRef};
+use session_core::{ModelRef, config::CompactionConfig, permission::AgentPaths};
 use session_store::{Store, SystemClock};
 use session_tools::ToolExecutor;
 
@@ -22,7 +22,7 @@ impl RuntimeSettings {
         Self {
             compaction: CompactionConfig::default(),
             continue_loop_on_deny: false,
-            output_token_max: session_core::OUTPUT_TOKEN_MAX,
+            output_token_max: session_core::overflow::OUTPUT_TOKEN_MAX,
             default_model,
             worktree: worktree.into(),
             instructions: None,

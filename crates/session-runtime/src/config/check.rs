@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use session_core::{PermissionConfigError, rules_from_config};
+use session_core::{permission::PermissionConfigError, permission::rules_from_config};
 
 use super::error::{ConfigError, ConfigWarning};
 use super::types::Config;

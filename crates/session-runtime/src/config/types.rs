@@ -9,8 +9,8 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use session_core::{
-    CONTEXT_TIER, CachePrices, CompactionConfig, CostTier, ModelCost, ModelLimit, Prices, RetryConfig,
-    Ruleset, TierBound, rules_from_config,
+    CachePrices, CostTier, ModelCost, Prices, TierBound, config::CompactionConfig, overflow::ModelLimit,
+    permission::Ruleset, permission::rules_from_config, retry::RetryConfig, usage::CONTEXT_TIER,
 };
 
 use session_llm::Api;
@@ -36,7 +36,7 @@ pub struct Config {
     pub provider: IndexMap<String, ProviderConfig>,
     /// Permission rules as written (an action string or an object), in written order.
     ///
-    /// Kept as JSON so that [`session_core::rules_from_config`] sees the keys in order; use
+    /// Kept as JSON so that [`session_core::permission::rules_from_config`] sees the keys in order; use
     /// [`Config::permission_rules`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub permission: Option<Value>,

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use session_core::{AgentPaths, BuiltinAgent, Rule, Ruleset, agent_ruleset};
+use session_core::{
+    permission::AgentPaths, permission::BuiltinAgent, permission::Rule, permission::Ruleset,
+    permission::agent_ruleset,
+};
 
 /// The system prompt of the `build` agent (our own text).
 pub const BUILD_PROMPT: &str = "\
@@ -59,8 +62,8 @@ impl Agent {
     pub fn plan(user_rules: &[Rule], paths: &AgentPaths) -> Self {
         let mut ruleset = agent_ruleset(Some(BuiltinAgent::Plan), paths, user_rules, &[]);
         // Plan mode must not change the project, whatever the user's general rules allow.
-        ruleset.push(Rule::new("edit", "*", session_core::Action::Deny));
-        ruleset.push(Rule::new("bash", "*", session_core::Action::Deny));
+        ruleset.push(Rule::new("edit", "*", session_core::permission::Action::Deny));
+        ruleset.push(Rule::new("bash", "*", session_core::permission::Action::Deny));
         Self { name: "plan".to_owned(), prompt: PLAN_PROMPT.to_owned(), ruleset, model: None, steps: None }
     }
 }
@@ -83,7 +86,7 @@ pub fn environment_prompt(worktree: &Path, is_git: bool, date: &str, agents_md: 
 }
 
 /// A civil date `YYYY-MM-DD` from epoch milliseconds (UTC).
-pub use session_core::utc_date;
+pub use session_core::calendar::utc_date;
 
 #[cfg(test)]
 mod tests {
@@ -92,8 +95,17 @@ mod tests {
     #[test]
     fn plan_denies_edits_and_bash() {
         let plan = Agent::plan(&[], &AgentPaths::default());
-        assert_eq!(session_core::evaluate("edit", "src/a.rs", &[&plan.ruleset]), session_core::Action::Deny);
-        assert_eq!(session_core::evaluate("bash", "ls", &[&plan.ruleset]), session_core::Action::Deny);
-        assert_eq!(session_core::evaluate("read", "src/a.rs", &[&plan.ruleset]), session_core::Action::Allow);
+        assert_eq!(
+            session_core::permission::evaluate("edit", "src/a.rs", &[&plan.ruleset]),
+            session_core::permission::Action::Deny
+        );
+        assert_eq!(
+            session_core::permission::evaluate("bash", "ls", &[&plan.ruleset]),
+            session_core::permission::Action::Deny
+        );
+        assert_eq!(
+            session_core::permission::evaluate("read", "src/a.rs", &[&plan.ruleset]),
+            session_core::permission::Action::Allow
+        );
     }
 }

@@ -3,10 +3,12 @@
 
 use session_core::prompt_loop::CompactionTask;
 use session_core::{
-    AssistantMessage, CompactionPart, FinishReason, Message, MessagePath, MessageWithParts, ModelTarget,
-    Outcome, Part, PartKind, SessionId, ToModelOptions, UserMessage, compaction_history, continue_part,
-    preserve_budget, replay_parts, replay_user_message, select_tail, summary_message, summary_prompt,
-    summary_request, tail_turns, too_large_error, usable,
+    AssistantMessage, CompactionPart, FinishReason, Message, MessagePath, MessageWithParts, Part, PartKind,
+    SessionId, UserMessage, compaction::compaction_history, compaction::continue_part,
+    compaction::preserve_budget, compaction::replay_parts, compaction::replay_user_message,
+    compaction::select_tail, compaction::summary_message, compaction::summary_prompt,
+    compaction::summary_request, compaction::tail_turns, compaction::too_large_error, history::ModelTarget,
+    history::ToModelOptions, overflow::usable, processor::Outcome,
 };
 use session_llm::{LlmRequest, RequestOptions};
 use tokio_util::sync::CancellationToken;
@@ -56,7 +58,7 @@ impl Runtime {
         );
         let selection =
             select_tail(&history.messages, tail_turns(&self.settings.compaction), budget, |range| {
-                session_core::estimate_history(range, &target, &ToModelOptions::default())
+                session_core::history::estimate_history(range, &target, &ToModelOptions::default())
             });
         let head = history.messages.get(..selection.head_end).unwrap_or(&history.messages);
         let prompt = summary_prompt(history.previous_summary.as_deref(), &[]);
@@ -73,7 +75,7 @@ impl Runtime {
         self.bus.publish(BusEvent::assistant(&summary));
         let request = LlmRequest {
             model: catalog.id.clone(),
-            system: vec![session_core::COMPACTION_SYSTEM_PROMPT.to_owned()],
+            system: vec![session_core::compaction::COMPACTION_SYSTEM_PROMPT.to_owned()],
             messages: summary_request(head, &target, &prompt),
             tools: Vec::new(),
             max_output_tokens: self.max_output_tokens(&catalog),
@@ -157,7 +159,11 @@ impl Runtime {
     pub(super) async fn prune(&self, session_id: &SessionId) {
         let Ok(history) = self.store.load_history(session_id).await else { return };
         let mut messages = history.messages;
-        let plan = session_core::apply_prune(&self.settings.compaction, &mut messages, self.clock.now_ms());
+        let plan = session_core::compaction::apply_prune(
+            &self.settings.compaction,
+            &mut messages,
+            self.clock.now_ms(),
+        );
         for message in &messages {
             for part in &message.parts {
                 if plan.pruned_part_ids.contains(&part.id)

@@ -6,9 +6,9 @@ use session_core::prompt_loop::{
     needs_overflow_compaction, next_task, push_max_steps, structured_settlement, wrap_reminders,
 };
 use session_core::{
-    AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, ModelTarget, Outcome,
-    OutputFormat, SessionId, ToModelOptions, UserMessage, disabled_tools, filter_compacted,
-    to_model_messages,
+    AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, OutputFormat, SessionId,
+    UserMessage, compaction::filter_compacted, history::ModelTarget, history::ToModelOptions,
+    history::to_model_messages, permission::disabled_tools, processor::Outcome,
 };
 use session_llm::{LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 use session_store::StoreError;
@@ -223,7 +223,7 @@ impl Runtime {
                 }
             }
         }
-        if session_core::prune_enabled(&self.settings.compaction) {
+        if session_core::compaction::prune_enabled(&self.settings.compaction) {
             self.prune(session_id).await;
         }
         last.ok_or(RuntimeError::NoAssistantMessage)

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use session_core::{
-    AssistantMessage, AssistantTime, CompactionConfig, CreatedTime, IdGenerator, Message, MessagePath,
-    ModelRef, OutputFormat, Part, PartKind, Processor, ProcessorConfig, RetryConfig, SessionId, TextPart,
-    TokenUsage, UserMessage,
+    AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessagePath, ModelRef, OutputFormat,
+    Part, PartKind, SessionId, TextPart, TokenUsage, UserMessage, config::CompactionConfig,
+    processor::Processor, processor::ProcessorConfig, retry::RetryConfig,
 };
 use session_llm::{CatalogModel, Provider};
 use session_store::{NewSession, Session, Store};
@@ -210,7 +210,11 @@ impl Runtime {
 
     /// The output-token ceiling sent for `catalog`'s model (SPEC 6).
     pub(super) fn max_output_tokens(&self, catalog: &CatalogModel) -> Option<u32> {
-        u32::try_from(session_core::max_output_tokens(&catalog.limit, self.settings.output_token_max)).ok()
+        u32::try_from(session_core::overflow::max_output_tokens(
+            &catalog.limit,
+            self.settings.output_token_max,
+        ))
+        .ok()
     }
 
     /// A processor for one step writing `message`, priced and limited by `catalog`.

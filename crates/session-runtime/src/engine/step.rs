@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use session_core::{
-    AssistantMessage, Effect, Input, Message, MessageError, MessageId, Outcome, Processor, ProcessorError,
-    RetryDecision, RetryRequest, SessionId, ToolCallRef, Waiting, decide,
+    AssistantMessage, Message, MessageError, MessageId, SessionId, permission::ToolCallRef,
+    processor::Effect, processor::Input, processor::Outcome, processor::Processor, processor::ProcessorError,
+    processor::Waiting, retry::RetryDecision, retry::RetryRequest, retry::decide,
 };
 use session_llm::LlmRequest;
 use session_store::{PartDelta, WriteBatch};
@@ -101,7 +102,7 @@ impl<'a> StepDriver<'a> {
                 retry_request.config = self.context.provider.retry.as_ref();
                 match decide(&retry_request) {
                     RetryDecision::Retry { wait_ms, message } => {
-                        let wait = session_core::clamp_delay(wait_ms);
+                        let wait = session_core::retry::clamp_delay(wait_ms);
                         let next = now.saturating_add(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
                         let status = SessionStatus::Retry { attempt, message, next };
                         self.runtime.set_status(self.context.session_id, status);
@@ -366,7 +367,7 @@ impl Runtime {
 fn retry_unsafe(error: MessageError) -> MessageError {
     let message = format!("{} (not retried: a tool of this step had already started)", error.message());
     let mut metadata = BTreeMap::new();
-    metadata.insert("code".to_owned(), session_core::RETRY_UNSAFE_CODE.to_owned());
+    metadata.insert("code".to_owned(), session_core::retry::RETRY_UNSAFE_CODE.to_owned());
     MessageError::ApiError {
         message,
         status_code: None,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use session_core::{Action, ModelCost, ModelLimit, Rule};
+use session_core::{ModelCost, overflow::ModelLimit, permission::Action, permission::Rule};
 use session_runtime::{
     AgentMode, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load, user_config_dir,
 };

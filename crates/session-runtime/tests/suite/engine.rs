@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use session_core::{
-    AgentPaths, FinishReason, LlmEvent, Message, MessageError, MessageWithParts, ModelCost, ModelLimit,
-    ModelRef, PartKind, PermissionAsk, Reply, SessionId, ToolStatus, Usage,
+    FinishReason, LlmEvent, Message, MessageError, MessageWithParts, ModelCost, ModelRef, PartKind,
+    SessionId, ToolStatus, Usage, overflow::ModelLimit, permission::AgentPaths, permission::PermissionAsk,
+    permission::Reply,
 };
 use session_llm::{Api, CatalogModel, LlmError, LlmRequest, LlmStream, Provider};
 use session_runtime::{

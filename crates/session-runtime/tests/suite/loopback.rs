@@ -5,7 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use session_core::{Action, FinishReason, Message, MessageError, PartKind, Reply, Rule, ToolStatus};
+use session_core::{
+    FinishReason, Message, MessageError, PartKind, ToolStatus, permission::Action, permission::Reply,
+    permission::Rule,
+};
 use session_llm::{Fault, FaultKind, FaultScope, RequestKind};
 use session_runtime::{BusEvent, SessionStatus};
 use session_testkit::TestServer;
@@ -154,7 +157,7 @@ async fn a_compaction_that_overflows_stops_with_too_large_to_compact() {
     assert_eq!(reply.finish, Some(FinishReason::Error));
     match &reply.error {
         Some(MessageError::ContextOverflowError { message, .. }) => {
-            assert_eq!(message, session_core::REPLAY_TOO_LARGE_TEXT);
+            assert_eq!(message, session_core::compaction::REPLAY_TOO_LARGE_TEXT);
         }
         other => panic!("{other:?}"),
     }

@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 use session_core::{
-    AgentPaths, Message, MessageWithParts, ModelCost, ModelLimit, ModelRef, PartKind, PermissionAsk, Reply,
-    Rule, SessionId, ToolStatus,
+    Message, MessageWithParts, ModelCost, ModelRef, PartKind, SessionId, ToolStatus, overflow::ModelLimit,
+    permission::AgentPaths, permission::PermissionAsk, permission::Reply, permission::Rule,
 };
 use session_llm::{Api, CatalogModel, HttpProvider, Provider, ReqwestTransport};
 use session_runtime::{

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use session_core::{Message, MessageError, PartKind, SessionId, TOOL_ABORTED_TEXT, ToolState};
+use session_core::{Message, MessageError, PartKind, SessionId, ToolState, message::TOOL_ABORTED_TEXT};
 use session_store::{PartDelta, StoreError, StoreOptions, WriteBatch};
 
 use super::support::{Fx, ShiftedClock, TestDb, completed, new_session, on_both_backends, parts, running};

@@ -303,7 +303,7 @@ impl Fx {
 /// A running tool state with this input.
 pub fn running(input: serde_json::Value, start: u64) -> ToolState {
     let mut state = ToolState::pending();
-    state.start(session_core::normalize_tool_input(input), start).unwrap();
+    state.start(session_core::message::normalize_tool_input(input), start).unwrap();
     state
 }
 

@@ -30,7 +30,7 @@ fn now_ms() -> u64 {
 
 /// The retry delay session-core derives from the error, without jitter.
 fn retry_delay(error: &LlmError) -> f64 {
-    session_core::delay(1, Some(&error.to_message_error()), 0.0, now_ms(), None)
+    session_core::retry::delay(1, Some(&error.to_message_error()), 0.0, now_ms(), None)
 }
 
 #[tokio::test]
@@ -143,7 +143,7 @@ async fn a_reset_mid_stream_is_a_transport_error() {
         assert!(!events.is_empty(), "{api}: the first chunks arrive before the reset");
         // A reset is transient: SPEC 7.2 retries it (by its Node name, ECONNRESET).
         let error = error.map(|e| e.to_message_error()).unwrap();
-        assert!(session_core::retryable(&error, None).is_some(), "{api}: {error:?}");
+        assert!(session_core::retry::retryable(&error, None).is_some(), "{api}: {error:?}");
         assert_eq!(server.requests()[0].status, Some(200));
     }
 }

@@ -3,7 +3,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pretty_assertions::assert_eq;
-use session_core::{AssistantContent, ModelMessage};
+use session_core::{history::AssistantContent, history::ModelMessage};
 use session_llm::{Api, RequestKind};
 use session_testkit::{TestServer, Violation};
 

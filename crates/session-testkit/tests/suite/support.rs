@@ -6,8 +6,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
 use session_core::{
-    AssistantContent, FinishReason, LlmEvent, ModelMessage, ToolCall, ToolResult, ToolResultOutput,
-    UserContent,
+    FinishReason, LlmEvent, history::AssistantContent, history::ModelMessage, history::ToolCall,
+    history::ToolResult, history::ToolResultOutput, history::UserContent,
 };
 use session_llm::{
     Api, HttpProvider, LlmError, LlmRequest, Provider, ReqwestTransport, Script, StreamLimits, ToolSpec,

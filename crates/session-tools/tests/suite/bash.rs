@@ -159,7 +159,7 @@ async fn asks_bash_with_command_patterns_and_checks_path_arguments() {
         })
     });
     let mut rules = build_rules();
-    rules.push(session_core::Rule::new("bash", "*", session_core::Action::Ask));
+    rules.push(session_core::permission::Rule::new("bash", "*", session_core::permission::Action::Ask));
     let fx = Fixture::with(asker, rules, None);
     fx.run("bash", json!({"command": "git status -s && ls -la | wc -l", "description": "Status"}))
         .await
@@ -173,7 +173,7 @@ async fn asks_bash_with_command_patterns_and_checks_path_arguments() {
     let target = fx.write_outside("keep.txt", "keep");
     let command = format!("rm {}", target.display());
     let error = fx.run("bash", json!({"command": command, "description": "Removes"})).await.unwrap_err();
-    assert_eq!(error.to_string(), session_core::PERMISSION_REJECTED_TEXT);
+    assert_eq!(error.to_string(), session_core::permission::PERMISSION_REJECTED_TEXT);
     assert!(target.exists());
     assert_eq!(fx.asker.permissions().last().unwrap(), "external_directory");
 }

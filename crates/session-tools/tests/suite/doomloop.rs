@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use session_core::{
-    AgentPaths, BuiltinAgent, Rule, SessionId, agent_ruleset, doom_loop_request, rules_from_config,
+    SessionId, permission::AgentPaths, permission::BuiltinAgent, permission::Rule, permission::agent_ruleset,
+    permission::doom_loop_request, permission::rules_from_config,
 };
 use session_tools::{PermissionAnswer, PermissionEngine, ToolError};
 use tokio_util::sync::CancellationToken;
@@ -43,7 +44,9 @@ async fn doomloop_permission_cases_pass_through_the_engine() {
         let action = match (&outcome, asker.asked().len()) {
             (Ok(()), 0) => "allow",
             (Ok(()), 1) => "ask",
-            (Err(ToolError::Permission(session_core::PermissionError::Denied { .. })), 0) => "deny",
+            (Err(ToolError::Permission(session_core::permission::PermissionError::Denied { .. })), 0) => {
+                "deny"
+            }
             other => panic!("{name}: unexpected outcome {other:?}"),
         };
         assert_eq!(action, case["expected"]["action"].as_str().unwrap(), "case {name}");

@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use session_core::{JsonObject, PermissionError, ToolFailure, derive_output};
+use session_core::{JsonObject, ToolFailure, permission::PermissionError, processor::derive_output};
 use session_tools::{
     PermissionEngine, ReplyLater, Tool, ToolCompletion, ToolContext, ToolError, ToolExecutor, ToolRegistry,
     ToolSuccess, Workspace, builtin_registry, parse_args, schema_for,
@@ -123,9 +123,9 @@ async fn builtin_schemas_use_opencode_parameter_names() {
     assert_eq!(names("list"), vec!["path", "ignore"]);
     assert_eq!(names("bash"), vec!["command", "timeout", "workdir", "description"]);
     assert_eq!(names("todowrite"), vec!["todos"]);
-    let disabled = session_core::disabled_tools(
+    let disabled = session_core::permission::disabled_tools(
         registry.names(),
-        &[session_core::Rule::new("edit", "*", session_core::Action::Deny)],
+        &[session_core::permission::Rule::new("edit", "*", session_core::permission::Action::Deny)],
     );
     let left: Vec<String> = registry.definitions(&disabled).into_iter().map(|d| d.name).collect();
     assert_eq!(left, vec!["read", "list", "glob", "grep", "bash", "todowrite", "todoread"]);
@@ -151,12 +151,12 @@ fn results_and_errors_become_the_events_the_processor_reads() {
     .into_event();
     assert_eq!(
         serde_json::to_value(&event).unwrap(),
-        json!({"type": "tool-error", "id": "c1", "name": "edit", "message": session_core::PERMISSION_REJECTED_TEXT, "error": "permission-rejected"})
+        json!({"type": "tool-error", "id": "c1", "name": "edit", "message": session_core::permission::PERMISSION_REJECTED_TEXT, "error": "permission-rejected"})
     );
     let corrected = ToolError::Permission(PermissionError::Corrected { feedback: "no".into() });
     assert_eq!(corrected.failure(), ToolFailure::Other);
     assert_eq!(
-        ToolError::QuestionRejected(session_core::QuestionRejectedError).failure(),
+        ToolError::QuestionRejected(session_core::permission::QuestionRejectedError).failure(),
         ToolFailure::QuestionRejected
     );
 }

@@ -107,7 +107,7 @@ async fn read_returns_images_as_attachments() {
     assert_eq!(result.attachments[0].mime, "image/png");
     assert_eq!(result.attachments[0].url, "data:image/png;base64,iVBORw0KGgoAAAAA");
     // The attachment survives the processor's output derivation.
-    let derived = session_core::derive_output("read", result.to_value());
+    let derived = session_core::processor::derive_output("read", result.to_value());
     assert_eq!(derived.attachments.map(|a| a.len()), Some(1));
 }
 
@@ -127,7 +127,7 @@ async fn read_of_an_env_file_asks_under_the_default_rules() {
     let fx = Fixture::new();
     fx.write(".env", "SECRET=1");
     let error = fx.run("read", json!({"filePath": ".env"})).await.unwrap_err();
-    assert_eq!(error.to_string(), session_core::PERMISSION_REJECTED_TEXT);
+    assert_eq!(error.to_string(), session_core::permission::PERMISSION_REJECTED_TEXT);
     assert_eq!(fx.asker.permissions(), vec!["read"]);
 }
 

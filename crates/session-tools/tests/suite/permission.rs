@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use session_core::{
-    Action, JsonObject, PERMISSION_CORRECTED_PREFIX, PERMISSION_REJECTED_TEXT, PermissionError,
-    PermissionRequest, Reply, Rule, SessionId,
+    JsonObject, SessionId, permission::Action, permission::PERMISSION_CORRECTED_PREFIX,
+    permission::PERMISSION_REJECTED_TEXT, permission::PermissionError, permission::PermissionRequest,
+    permission::Reply, permission::Rule,
 };
 use session_tools::{PermissionAnswer, PermissionEngine, ReplyLater, ToolError};
 use tokio_util::sync::CancellationToken;

@@ -4,7 +4,7 @@
 use std::os::unix::fs::symlink;
 
 use serde_json::{Value, json};
-use session_core::{Action, PERMISSION_REJECTED_TEXT, Rule};
+use session_core::{permission::Action, permission::PERMISSION_REJECTED_TEXT, permission::Rule};
 use session_tools::{PermissionAnswer, ToolError};
 
 use super::support::{Fixture, ScriptedAsker, build_rules, exists};
@@ -260,7 +260,7 @@ async fn e26_a_deny_rule_refuses_without_asking() {
     fx.write_outside("secret.txt", SECRET);
     let error = fx.run("read", json!({"filePath": fx.outside.join("secret.txt")})).await.unwrap_err();
     assert!(
-        matches!(error, ToolError::Permission(session_core::PermissionError::Denied { .. })),
+        matches!(error, ToolError::Permission(session_core::permission::PermissionError::Denied { .. })),
         "{error:?}"
     );
     assert!(fx.asker.asked().is_empty());

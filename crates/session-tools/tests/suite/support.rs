@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 use session_core::{
-    AgentPaths, BuiltinAgent, JsonObject, MessageId, PermissionAsk, Resolution, Rule, SessionId,
-    agent_ruleset,
+    JsonObject, MessageId, SessionId, permission::AgentPaths, permission::BuiltinAgent,
+    permission::PermissionAsk, permission::Resolution, permission::Rule, permission::agent_ruleset,
 };
 use session_tools::{
     CallScope, PermissionAnswer, PermissionAsker, PermissionEngine, ProgressSink, ToolError, ToolExecutor,

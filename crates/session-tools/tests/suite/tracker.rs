@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use session_core::{
-    AssistantMessage, Effect, Entropy, FinishReason, Input, JsonObject, LlmEvent, Outcome, PartKind,
-    Processor, ProcessorConfig, ToolState, Waiting,
+    AssistantMessage, Entropy, FinishReason, JsonObject, LlmEvent, PartKind, ToolState, processor::Effect,
+    processor::Input, processor::Outcome, processor::Processor, processor::ProcessorConfig,
+    processor::Waiting,
 };
 use session_tools::{
     CLEANUP_GRACE, CallScope, CallTracker, PermissionEngine, Tool, ToolContext, ToolError, ToolExecutor,
@@ -349,7 +350,7 @@ async fn a_call_that_outlives_the_grace_is_aborted_with_its_progress_kept() {
     let ToolState::Error { error, metadata: Some(metadata), title, .. } = &d.tool_states()[0] else {
         panic!("{:?}", d.tool_states())
     };
-    assert_eq!(error, session_core::TOOL_ABORTED_TEXT);
+    assert_eq!(error, session_core::message::TOOL_ABORTED_TEXT);
     assert_eq!(metadata["interrupted"], json!(true));
     assert_eq!(metadata["output"], json!("so far"));
     assert_eq!(title.as_deref(), Some("sleeping"));
