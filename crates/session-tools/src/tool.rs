@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use session_core::{FilePart, JsonObject, ToolResultKind, ToolResultValue};
+use session_core::{FilePart, JsonObject, ToolOutput, ToolResultKind, ToolResultValue};
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
@@ -78,6 +78,17 @@ impl ToolSuccess {
     /// A result with a title, an output and metadata, and no attachments.
     pub fn new(title: impl Into<String>, output: impl Into<String>, metadata: JsonObject) -> Self {
         Self { title: title.into(), output: output.into(), metadata, attachments: Vec::new() }
+    }
+
+    /// The completed state's output, typed (what SPEC 1.2's derivation gives for
+    /// [`ToolSuccess::to_value`]).
+    pub fn into_output(self) -> ToolOutput {
+        ToolOutput {
+            title: self.title,
+            output: self.output,
+            metadata: self.metadata,
+            attachments: (!self.attachments.is_empty()).then_some(self.attachments),
+        }
     }
 
     /// The JSON value the processor derives the completed state from (SPEC 1.2): `{"output",

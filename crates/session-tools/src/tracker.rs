@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use session_core::{JsonObject, LlmEvent, processor::Input};
+use session_core::JsonObject;
+use session_core::LlmEvent;
+use session_core::processor::{Input, ToolSettlement};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -32,8 +34,20 @@ pub struct ToolCompletion {
 }
 
 impl ToolCompletion {
-    /// The stream event the processor takes: a tool-result of kind json, or a tool-error with
-    /// its [`session_core::ToolFailure`].
+    /// The typed settlement the processor records (what the runtime feeds it).
+    pub fn into_settlement(self) -> ToolSettlement {
+        match self.result {
+            Ok(success) => ToolSettlement::Completed { call_id: self.call_id, output: success.into_output() },
+            Err(error) => ToolSettlement::Failed {
+                call_id: self.call_id,
+                message: error.to_string(),
+                failure: Some(error.failure()),
+            },
+        }
+    }
+
+    /// The same outcome as a stream event: a tool-result of kind json, or a tool-error with its
+    /// [`session_core::ToolFailure`] (for recordings and clients that speak events).
     pub fn into_event(self) -> LlmEvent {
         match self.result {
             Ok(result) => LlmEvent::ToolResult {
@@ -77,11 +91,11 @@ impl ToolUpdate {
         }
     }
 
-    /// The processor input for this update (`Input::ToolProgress` or a tool-result/error event).
+    /// The processor input for this update (`Input::ToolProgress` or `Input::ToolSettled`).
     pub fn into_input(self) -> Input {
         match self {
             Self::Progress { call_id, title, metadata } => Input::ToolProgress { call_id, title, metadata },
-            Self::Finished(completion) => Input::Event(completion.into_event()),
+            Self::Finished(completion) => Input::ToolSettled(completion.into_settlement()),
         }
     }
 }

@@ -22,7 +22,9 @@ mod step;
 mod stream;
 mod tool_call;
 
-pub use protocol::{Effect, Input, Outcome, ProcessorConfig, ProcessorError, SnapshotPurpose, Waiting};
+pub use protocol::{
+    Effect, Input, Outcome, ProcessorConfig, ProcessorError, SnapshotPurpose, ToolSettlement, Waiting,
+};
 pub use state::Processor;
 pub use stream::summary_tool_call_error;
 pub use tool_call::derive_output;

@@ -2,10 +2,10 @@
 //! inputs it takes, what it waits for, and its errors and outcome.
 
 use crate::config::CompactionConfig;
-use crate::event::LlmEvent;
+use crate::event::{LlmEvent, ToolFailure};
 use crate::id::{MessageId, PartId};
 use crate::js_json::JsonObject;
-use crate::message::{AssistantMessage, MessageError, Part};
+use crate::message::{AssistantMessage, MessageError, Part, ToolOutput};
 use crate::overflow::ModelLimit;
 use crate::permission::PermissionRequest;
 use crate::usage::ModelCost;
@@ -126,6 +126,8 @@ pub enum Input {
         /// New metadata.
         metadata: Option<JsonObject>,
     },
+    /// A tool the driver ran settled, typed: no JSON value to derive the output from.
+    ToolSettled(ToolSettlement),
     /// The stream ended; cleanup starts.
     EndOfStream,
     /// The user cancelled; the message gets `MessageAbortedError` and cleanup starts.
@@ -134,6 +136,27 @@ pub enum Input {
     Halt(MessageError),
     /// The cleanup grace ran out; unsettled calls become aborted errors.
     GraceElapsed,
+}
+
+/// How a tool the driver ran ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolSettlement {
+    /// It produced this output.
+    Completed {
+        /// The provider's call id.
+        call_id: String,
+        /// What the completed state records.
+        output: ToolOutput,
+    },
+    /// It failed.
+    Failed {
+        /// The provider's call id.
+        call_id: String,
+        /// The error text the model reads.
+        message: String,
+        /// Why, when a rejection should stop the loop (SPEC 1.2).
+        failure: Option<ToolFailure>,
+    },
 }
 
 /// What the processor is waiting for.
@@ -177,6 +200,7 @@ pub(super) fn input_name(input: &Input) -> &'static str {
         Input::Patch(_) => "patch",
         Input::PermissionReply(_) => "permission reply",
         Input::ToolProgress { .. } => "tool progress",
+        Input::ToolSettled(_) => "tool result",
         Input::EndOfStream => "end of stream",
         Input::Interrupt => "interrupt",
         Input::Halt(_) => "halt",

@@ -165,6 +165,7 @@ impl Processor {
                 self.tool_progress(&call_id, title, metadata, now);
                 Ok(())
             }
+            Input::ToolSettled(settlement) => self.tool_settled(settlement, now),
             Input::EndOfStream => self.when_free(input_name(&Input::EndOfStream), |p| p.cleanup(now)),
             Input::Interrupt => self.interrupt(now),
             Input::Halt(error) => self.when_free("halt", |p| {

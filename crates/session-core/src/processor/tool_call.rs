@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::protocol::{Effect, Input, ProcessorError};
+use super::protocol::{Effect, Input, ProcessorError, ToolSettlement};
 use super::state::{Phase, Processor, TrackedCall};
 use crate::event::{ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue};
 use crate::js_json::JsonObject;
@@ -122,9 +122,39 @@ impl Processor {
     }
 
     pub(super) fn complete_tool_call(&mut self, id: &str, name: &str, result: ToolResultValue, now: u64) {
+        self.record_output(id, derive_output(name, result), now);
+    }
+
+    /// A tool the driver ran settled: recorded in the phases where a tool-result or tool-error
+    /// event would be, the same way.
+    pub(super) fn tool_settled(
+        &mut self,
+        settlement: ToolSettlement,
+        now: u64,
+    ) -> Result<(), ProcessorError> {
+        let grace = match self.phase {
+            Phase::Streaming | Phase::AwaitPermission { .. } => false,
+            Phase::Grace => true,
+            // After the overflow cut the rest of the stream is not processed.
+            Phase::Cut => return Ok(()),
+            _ => return Err(self.unexpected(&Input::ToolSettled(settlement))),
+        };
+        match settlement {
+            ToolSettlement::Completed { call_id, output } => self.record_output(&call_id, output, now),
+            ToolSettlement::Failed { call_id, message, failure } => {
+                self.fail_tool_call(&call_id, message, failure.as_ref(), now);
+            }
+        }
+        if grace {
+            self.maybe_end_grace(now);
+        }
+        Ok(())
+    }
+
+    fn record_output(&mut self, id: &str, output: ToolOutput, now: u64) {
         let Some(index) = self.tracked_index(id) else { return };
         let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
-        if tool.state.complete(derive_output(name, result), now).is_ok() {
+        if tool.state.complete(output, now).is_ok() {
             self.toolcalls.remove(id);
             self.upsert(index);
         }

@@ -8,6 +8,7 @@ use session_core::{
     ModelCost, Part, PartKind, SessionId, TokenUsage, ToolFailure, ToolResultKind, ToolResultValue,
     ToolStatus, Usage, config::CompactionConfig, overflow::ModelLimit, processor::Effect, processor::Input,
     processor::Outcome, processor::Processor, processor::ProcessorConfig, processor::ProcessorError,
+    processor::ToolSettlement,
 };
 
 /// A deterministic entropy source so part ids are stable in snapshots.
@@ -618,6 +619,59 @@ fn inputs_that_do_not_fit_are_refused_without_change() {
     };
     processor.handle(Input::Event(result), 3).expect("no-op");
     assert!(processor.parts().is_empty());
+}
+
+/// The processor after a step-start and one `read` call, ready for its result.
+fn with_open_call() -> Processor {
+    let mut processor = Processor::new(assistant(false), priced_config(), Box::new(Lcg(1)));
+    processor.handle(Input::Snapshot(Some("tree".into())), 1).expect("start snapshot");
+    processor.handle(Input::Event(LlmEvent::StepStart { index: 0 }), 2).expect("step start");
+    while processor.poll_effect().is_some() {}
+    let call = LlmEvent::ToolCall {
+        id: "c1".into(),
+        name: "read".into(),
+        input: json!({"path": "a"}),
+        provider_executed: false,
+        provider_metadata: None,
+    };
+    processor.handle(Input::Event(call), 3).expect("tool call");
+    while processor.poll_effect().is_some() {}
+    processor
+}
+
+#[test]
+fn a_typed_settlement_records_what_the_equivalent_event_records() {
+    let mut metadata = session_core::JsonObject::new();
+    metadata.insert("lines".into(), json!(3));
+    let mut by_event = with_open_call();
+    let event = LlmEvent::ToolResult {
+        id: "c1".into(),
+        name: "read".into(),
+        result: ToolResultValue {
+            kind: ToolResultKind::Json,
+            value: json!({"output": "three lines", "title": "a", "metadata": {"lines": 3}}),
+        },
+        provider_executed: false,
+    };
+    by_event.handle(Input::Event(event), 4).expect("result event");
+    let mut typed = with_open_call();
+    let output = session_core::ToolOutput {
+        title: "a".into(),
+        output: "three lines".into(),
+        metadata,
+        attachments: None,
+    };
+    typed
+        .handle(Input::ToolSettled(ToolSettlement::Completed { call_id: "c1".into(), output }), 4)
+        .expect("typed");
+    assert_eq!(typed.parts(), by_event.parts());
+    assert_eq!(status(&typed.parts()[typed.parts().len() - 1]), "completed");
+
+    let mut failed = with_open_call();
+    let settlement =
+        ToolSettlement::Failed { call_id: "c1".into(), message: "no such file".into(), failure: None };
+    failed.handle(Input::ToolSettled(settlement), 4).expect("typed failure");
+    assert_eq!(status(&failed.parts()[failed.parts().len() - 1]), "error");
 }
 
 // ---- properties -------------------------------------------------------------------------

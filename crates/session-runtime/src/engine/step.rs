@@ -309,7 +309,9 @@ impl<'a> StepDriver<'a> {
             Effect::ExecuteTool { call_id, tool, input, .. }
                 if tool == STRUCTURED_OUTPUT_TOOL && self.context.structured.is_some() =>
             {
-                self.context.structured.map(|structured| Input::Event(structured.capture(call_id, input)))
+                self.context
+                    .structured
+                    .map(|structured| Input::ToolSettled(structured.capture(call_id, input)))
             }
             Effect::ExecuteTool { call_id, tool, input, .. } => {
                 let call = ToolInvocation { call_id, tool, input };

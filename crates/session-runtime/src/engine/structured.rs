@@ -5,7 +5,8 @@
 use std::sync::Mutex;
 
 use serde_json::Value;
-use session_core::{JsonObject, LlmEvent, MessageError, ToolFailure};
+use session_core::processor::ToolSettlement;
+use session_core::{JsonObject, MessageError, ToolFailure};
 use session_llm::ToolSpec;
 use session_tools::{ToolSuccess, schema_problems};
 
@@ -59,30 +60,20 @@ impl StructuredOutput {
     /// Takes one call of the tool: a valid input is kept (the last valid call wins) and
     /// answered with a result; an invalid one is answered with an error naming each wrong
     /// field, so the model can call again within the step loop.
-    pub(super) fn capture(&self, call_id: String, input: JsonObject) -> LlmEvent {
+    pub(super) fn capture(&self, call_id: String, input: JsonObject) -> ToolSettlement {
         let value = Value::Object(input);
         let problems = schema_problems(&self.validator, &value);
         if problems.is_empty() {
             *lock(&self.captured) = Some(value);
-            let result = ToolSuccess::new("Structured output", CAPTURED, JsonObject::new());
-            LlmEvent::ToolResult {
-                id: call_id,
-                name: STRUCTURED_OUTPUT_TOOL.to_owned(),
-                result: result.to_value(),
-                provider_executed: false,
-            }
+            let output = ToolSuccess::new("Structured output", CAPTURED, JsonObject::new()).into_output();
+            ToolSettlement::Completed { call_id, output }
         } else {
             let message = format!(
                 "The StructuredOutput input does not match the schema: {}. Call the tool again with a \
                  corrected input.",
                 problems.join("; ")
             );
-            LlmEvent::ToolError {
-                id: call_id,
-                name: STRUCTURED_OUTPUT_TOOL.to_owned(),
-                message,
-                error: Some(ToolFailure::Other),
-            }
+            ToolSettlement::Failed { call_id, message, failure: Some(ToolFailure::Other) }
         }
     }
 
@@ -114,8 +105,8 @@ mod tests {
         }))
         .unwrap();
         match output.capture("c1".into(), object(json!({"answer": 42}))) {
-            LlmEvent::ToolResult { id, name, .. } => {
-                assert_eq!((id.as_str(), name.as_str()), ("c1", "StructuredOutput"))
+            ToolSettlement::Completed { call_id, output } => {
+                assert_eq!((call_id.as_str(), output.title.as_str()), ("c1", "Structured output"))
             }
             other => panic!("expected a result, got {other:?}"),
         }
@@ -132,7 +123,7 @@ mod tests {
         }))
         .unwrap();
         match output.capture("c1".into(), object(json!({"answer": "many"}))) {
-            LlmEvent::ToolError { message, .. } => assert!(message.contains("answer:"), "{message}"),
+            ToolSettlement::Failed { message, .. } => assert!(message.contains("answer:"), "{message}"),
             other => panic!("expected an error, got {other:?}"),
         }
         assert_eq!(output.take(), None);

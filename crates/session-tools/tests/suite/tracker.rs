@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use session_core::{
     AssistantMessage, Entropy, FinishReason, JsonObject, LlmEvent, PartKind, ToolState, processor::Effect,
     processor::Input, processor::Outcome, processor::Processor, processor::ProcessorConfig,
-    processor::Waiting,
+    processor::ToolSettlement, processor::Waiting,
 };
 use session_tools::{
     CLEANUP_GRACE, CallScope, CallTracker, PermissionEngine, Tool, ToolContext, ToolError, ToolExecutor,
@@ -119,7 +119,11 @@ async fn progress_comes_before_the_completion_and_maps_to_processor_inputs() {
         Input::ToolProgress { call_id: "c1".into(), title: Some("working".into()), metadata: None }
     );
     let second = tracker.next().await.unwrap().into_input();
-    assert!(matches!(second, Input::Event(LlmEvent::ToolResult { ref id, .. }) if id == "c1"), "{second:?}");
+    assert!(
+        matches!(second, Input::ToolSettled(ToolSettlement::Completed { ref call_id, ref output })
+            if call_id == "c1" && output.output == "o"),
+        "{second:?}"
+    );
     assert!(tracker.next().await.is_none());
 }
 
