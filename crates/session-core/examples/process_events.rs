@@ -6,23 +6,10 @@
 use rust_decimal::Decimal;
 use serde_json::json;
 use session_core::{
-    AssistantMessage, AssistantTime, Entropy, LlmEvent, MessageId, MessagePath, ModelCost, SessionId,
+    AssistantMessage, AssistantTime, LlmEvent, MessageId, MessagePath, ModelCost, SessionId, SplitMix,
     TokenUsage, ToolResultKind, ToolResultValue, processor::Effect, processor::Input, processor::Processor,
     processor::ProcessorConfig,
 };
-
-/// A tiny deterministic entropy source; a real driver uses a proper random generator.
-struct SplitMix(u64);
-
-impl Entropy for SplitMix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let message = AssistantMessage {
@@ -46,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cost: ModelCost =
         serde_json::from_value(json!({"input": 3, "output": 15, "cache": {"read": 0.3, "write": 3.75}}))?;
     let config = ProcessorConfig { cost, ..ProcessorConfig::default() };
-    let mut processor = Processor::new(message, config, Box::new(SplitMix(1)));
+    let mut processor = Processor::new(message, config, Box::new(SplitMix::new(1)));
 
     let events: Vec<LlmEvent> = serde_json::from_value(json!([
         {"type": "step-start", "index": 0},
