@@ -6,7 +6,7 @@
 //! command: [`run_prompt`] (one prompt, permission asks at a terminal or by flag),
 //! [`run_demo`] (the whole runtime offline with a scripted model), [`replay()`] (a recorded
 //! provider stream through the adapter and the processor, no tools run), [`sessions`] (list,
-//! show, export, import, delete) and [`serve`] (the HTTP API and its event stream), with the
+//! show, export, import, delete) and [`serve`] (session-server's HTTP API on a listener), with the
 //! [`Renderer`] of bus events as text or JSON lines.
 //!
 //! It deliberately does not own the agent loop (`session-runtime`), the providers and the

@@ -67,6 +67,6 @@ pub use model::{
     Session, SessionCursor, SessionHistory, SessionPage, SessionPatch, SessionSummary, SessionTime,
     SkippedRow, StoreStats, WriteBatch,
 };
-pub use notify::{MAX_NOTICE_BYTES, Notice, NoticeListener, Notifier, NotifyError};
+pub use notify::{MAX_NOTICE_BYTES, NoticeListener, Notifier, NotifyError, decode_notice, encode_notice};
 pub use store::{BackendKind, Store};
 pub use stores::{PgStore, SqliteStore, open};

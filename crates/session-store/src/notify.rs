@@ -1,17 +1,17 @@
 //! Notices between instances sharing one PostgreSQL database (LISTEN/NOTIFY).
 //!
-//! A notice names what happened and the ids to read it by; the bodies (messages, parts,
+//! The store carries notices of any serde type; the server defines what they say. A notice
+//! names what happened and the ids to read it by; the bodies (messages, parts,
 //! sessions) stay in the store and each receiver reads them from there. That keeps every
 //! payload small: PostgreSQL refuses payloads of 8,000 bytes or more, and a part's text can
 //! be far larger. SQLite has a single instance per file in practice, so it has no notices:
 //! the in-process bus is enough there.
 
-use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 
 use crate::config::PgConfig;
@@ -23,50 +23,18 @@ pub const MAX_NOTICE_BYTES: usize = 8000;
 /// schemas of one server do not hear each other.
 const CHANNEL_STEM: &str = "session_events";
 
-/// One notice: the sending instance, what happened, and ids.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Notice {
-    /// The sending instance (its store owner id); receivers skip their own notices.
-    pub origin: String,
-    /// What happened (an event type such as `message.part.updated`) or what is asked of the
-    /// instance running the session (such as `session.abort`).
-    pub kind: String,
-    /// The session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    /// The message, if the notice is about one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The part, if the notice is about one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub part: Option<String>,
-    /// The permission ask, if the notice is about one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission: Option<String>,
-    /// Small values that are not stored anywhere (a status, a reply); never bodies.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub detail: BTreeMap<String, Value>,
+/// The payload of a notice, or an error when it would exceed [`MAX_NOTICE_BYTES`].
+pub fn encode_notice<N: Serialize>(notice: &N) -> Result<String, NotifyError> {
+    let payload = serde_json::to_string(notice).map_err(|e| NotifyError::Encode(e.to_string()))?;
+    if payload.len() > MAX_NOTICE_BYTES {
+        return Err(NotifyError::TooLarge { bytes: payload.len() });
+    }
+    Ok(payload)
 }
 
-impl Notice {
-    /// A notice of `kind` about `session` from `origin`.
-    pub fn new(origin: impl Into<String>, kind: impl Into<String>, session: impl Into<String>) -> Self {
-        Self { origin: origin.into(), kind: kind.into(), session: Some(session.into()), ..Self::default() }
-    }
-
-    /// The payload sent, or an error when it would exceed [`MAX_NOTICE_BYTES`].
-    pub fn encode(&self) -> Result<String, NotifyError> {
-        let payload = serde_json::to_string(self).map_err(|e| NotifyError::Encode(e.to_string()))?;
-        if payload.len() > MAX_NOTICE_BYTES {
-            return Err(NotifyError::TooLarge { bytes: payload.len() });
-        }
-        Ok(payload)
-    }
-
-    /// Reads a received payload.
-    pub fn decode(payload: &str) -> Result<Self, NotifyError> {
-        serde_json::from_str(payload).map_err(|e| NotifyError::Decode(e.to_string()))
-    }
+/// Reads a received payload as a notice of type `N`.
+pub fn decode_notice<N: DeserializeOwned>(payload: &str) -> Result<N, NotifyError> {
+    serde_json::from_str(payload).map_err(|e| NotifyError::Decode(e.to_string()))
 }
 
 /// Why a notice could not be sent or received.
@@ -127,8 +95,8 @@ impl Notifier {
     }
 
     /// Sends a notice to every listening instance (this one included).
-    pub async fn notify(&self, notice: &Notice) -> Result<(), NotifyError> {
-        let payload = notice.encode()?;
+    pub async fn notify<N: Serialize>(&self, notice: &N) -> Result<(), NotifyError> {
+        let payload = encode_notice(notice)?;
         sqlx::query("SELECT pg_notify($1, $2)").bind(&self.channel).bind(payload).execute(&self.pool).await?;
         Ok(())
     }
@@ -162,12 +130,12 @@ pub struct NoticeListener {
 }
 
 impl NoticeListener {
-    /// The next notice. A lost connection is re-established (notices sent meanwhile are
-    /// lost); a payload that is not a notice is skipped with a debug log.
-    pub async fn recv(&mut self) -> Result<Notice, NotifyError> {
+    /// The next notice of type `N`. A lost connection is re-established (notices sent
+    /// meanwhile are lost); a payload that is not such a notice is skipped with a debug log.
+    pub async fn recv<N: DeserializeOwned>(&mut self) -> Result<N, NotifyError> {
         loop {
             let notification = self.listener.recv().await?;
-            match Notice::decode(notification.payload()) {
+            match decode_notice(notification.payload()) {
                 Ok(notice) => return Ok(notice),
                 Err(error) => tracing::debug!(%error, "skipping a notification that is not a notice"),
             }
@@ -177,16 +145,33 @@ impl NoticeListener {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+    use serde_json::Value;
+
     use super::*;
+
+    /// A notice shaped like a server's: ids and small details.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    struct Notice {
+        origin: String,
+        kind: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        part: Option<String>,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        detail: BTreeMap<String, Value>,
+    }
 
     #[test]
     fn notices_round_trip_and_oversized_ones_are_refused() {
-        let mut notice = Notice::new("owner-a", "message.part.updated", "ses_1");
+        let mut notice =
+            Notice { origin: "owner-a".into(), kind: "message.part.updated".into(), ..Notice::default() };
         notice.part = Some("prt_1".into());
-        let payload = notice.encode().unwrap_or_default();
-        assert_eq!(Notice::decode(&payload).ok(), Some(notice.clone()));
+        let payload = encode_notice(&notice).unwrap_or_default();
+        assert_eq!(decode_notice::<Notice>(&payload).ok(), Some(notice.clone()));
         notice.detail.insert("message".into(), Value::String("x".repeat(MAX_NOTICE_BYTES)));
-        assert!(matches!(notice.encode(), Err(NotifyError::TooLarge { .. })));
-        assert!(Notice::decode("not json").is_err());
+        assert!(matches!(encode_notice(&notice), Err(NotifyError::TooLarge { .. })));
+        assert!(decode_notice::<Notice>("not json").is_err());
     }
 }

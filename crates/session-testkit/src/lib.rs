@@ -14,10 +14,15 @@
 //! [`ScriptedProvider`](session_llm::ScriptedProvider): a script answers the same in process
 //! and over HTTP. This crate only adds the HTTP side, the request log and the invariant check.
 //! It deliberately holds no assertions about a runtime's behaviour: tests make those.
+//!
+//! [`ApiClient`] and [`Events`] speak to the session server's HTTP API the way its tests do:
+//! JSON requests and the `/event` stream read event by event.
 
+mod api;
 mod listener;
 mod server;
 mod wire;
 
+pub use api::{ApiClient, Events, PATIENCE};
 pub use server::{RecordedRequest, SENT_US, TestServer, Violation};
 pub use wire::{WireFacts, read as read_request};

@@ -11,7 +11,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::{AssertSqlSafe, Connection as _, PgConnection};
 
-use super::serve_support::{Api2, PATIENCE, project, provider};
+use session_testkit::{ApiClient, PATIENCE};
+
+use super::serve_support::{project, provider};
 
 /// Where PostgreSQL tests connect unless `SESSION_TEST_PG_URL` says otherwise.
 const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -50,7 +52,7 @@ impl TestDatabase {
 /// A `session serve` child process.
 struct Instance {
     child: Child,
-    api: Api2,
+    api: ApiClient,
 }
 
 impl Instance {
@@ -83,7 +85,7 @@ impl Instance {
         .unwrap();
         let url = line.trim().rsplit(' ').next().unwrap().to_owned();
         assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-        Self { child, api: Api2::new(url) }
+        Self { child, api: ApiClient::new(url) }
     }
 
     fn kill(&mut self) {

@@ -1,8 +1,10 @@
 //! The in-process event bus (SPEC 14): every change a client may show, in order.
 
 use serde::Serialize;
-use serde_json::Value;
-use session_core::{AssistantMessage, Message, MessageError, MessageId, Part, PartId, SessionId};
+use session_core::{
+    AssistantMessage, Message, MessageError, MessageId, Part, PartId, PermissionId, SessionId,
+    permission::PermissionAsk, permission::Reply, permission::Resolution,
+};
 use session_store::Session;
 use tokio::sync::broadcast;
 
@@ -110,10 +112,19 @@ pub enum BusEvent {
     },
     /// A permission ask is waiting for an answer.
     #[serde(rename = "permission.asked")]
-    PermissionAsked(Value),
+    PermissionAsked(Box<PermissionAsk>),
     /// A permission ask was answered.
     #[serde(rename = "permission.replied")]
-    PermissionReplied(Value),
+    PermissionReplied {
+        /// The asking session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The answered ask.
+        #[serde(rename = "permissionID")]
+        permission_id: PermissionId,
+        /// The answer.
+        response: Reply,
+    },
 }
 
 impl BusEvent {
@@ -132,7 +143,16 @@ impl BusEvent {
             Self::PartUpdated { .. } => "message.part.updated",
             Self::PartDelta { .. } => "message.part.delta",
             Self::PermissionAsked(_) => "permission.asked",
-            Self::PermissionReplied(_) => "permission.replied",
+            Self::PermissionReplied { .. } => "permission.replied",
+        }
+    }
+
+    /// A `permission.replied` event for a settled ask.
+    pub fn replied(resolution: &Resolution) -> Self {
+        Self::PermissionReplied {
+            session_id: resolution.session_id.clone(),
+            permission_id: resolution.request_id.clone(),
+            response: resolution.reply,
         }
     }
 

@@ -1,9 +1,9 @@
 //! Session status (SPEC 11): idle, busy, or waiting to retry.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a session is doing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum SessionStatus {
     /// Nothing runs.

@@ -1,12 +1,31 @@
 //! Notices between instances on PostgreSQL: what one sends, every listener on the same
 //! database and schema receives; other schemas hear nothing; oversized notices are refused.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use session_store::{MAX_NOTICE_BYTES, Notice, Notifier, NotifyError, PgConfig};
+use session_store::{MAX_NOTICE_BYTES, Notifier, NotifyError, PgConfig};
 
 use super::support::pg_url;
+
+/// A notice shaped like a server's: the sender, what happened, ids and small details.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Notice {
+    origin: String,
+    kind: String,
+    session: Option<String>,
+    message: Option<String>,
+    part: Option<String>,
+    detail: BTreeMap<String, Value>,
+}
+
+impl Notice {
+    fn new(origin: &str, kind: &str, session: &str) -> Self {
+        Self { origin: origin.into(), kind: kind.into(), session: Some(session.into()), ..Self::default() }
+    }
+}
 
 fn config(schema: &str) -> PgConfig {
     PgConfig::new(pg_url()).with_schema(schema)
@@ -27,10 +46,11 @@ async fn a_notice_reaches_every_listener_of_its_schema_only() {
     notice.part = Some("prt_1".into());
     notice.detail.insert("status".into(), serde_json::json!({"type": "busy"}));
     here.notify(&notice).await.unwrap();
-    let received = tokio::time::timeout(Duration::from_secs(30), listening.recv()).await.unwrap().unwrap();
+    let received =
+        tokio::time::timeout(Duration::from_secs(30), listening.recv::<Notice>()).await.unwrap().unwrap();
     assert_eq!(received, notice);
     // Another schema's channel stays silent.
-    assert!(tokio::time::timeout(Duration::from_millis(300), other.recv()).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(300), other.recv::<Notice>()).await.is_err());
 
     // Too large to send: refused before it reaches the database; the next one still goes.
     let mut huge = Notice::new("owner-1", "session.status", "ses_1");
@@ -38,7 +58,8 @@ async fn a_notice_reaches_every_listener_of_its_schema_only() {
     assert!(matches!(here.notify(&huge).await, Err(NotifyError::TooLarge { .. })));
     let small = Notice::new("owner-1", "session.idle", "ses_1");
     here.notify(&small).await.unwrap();
-    let received = tokio::time::timeout(Duration::from_secs(30), listening.recv()).await.unwrap().unwrap();
+    let received =
+        tokio::time::timeout(Duration::from_secs(30), listening.recv::<Notice>()).await.unwrap().unwrap();
     assert_eq!(received, small);
 
     for notifier in [here, there, elsewhere] {

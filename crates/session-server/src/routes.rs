@@ -16,8 +16,8 @@ use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, Sessio
 use session_runtime::{BusEvent, PromptInput};
 use session_store::{ListSessions, NewSession, Session};
 
-use super::AppState;
-use super::error::ApiError;
+use crate::AppState;
+use crate::error::ServerError;
 
 type Shared = State<Arc<AppState>>;
 
@@ -26,7 +26,10 @@ type Shared = State<Arc<AppState>>;
 pub(crate) struct DirectoryQuery {
     /// The project directory the client works in; this server serves one project.
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "accepted so that the SDK's requests parse; this server serves one project"
+    )]
     directory: Option<String>,
 }
 
@@ -34,21 +37,24 @@ pub(crate) struct DirectoryQuery {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct MessagesQuery {
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "accepted so that the SDK's requests parse; this server serves one project"
+    )]
     directory: Option<String>,
     #[serde(default)]
     limit: Option<usize>,
 }
 
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
-    query.map(|Query(q)| q).map_err(|rejection| ApiError::query(rejection.body_text()))
+fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ServerError> {
+    query.map(|Query(q)| q).map_err(|rejection| ServerError::query(rejection.body_text()))
 }
 
 /// Parses a JSON body; errors name the field (`model.providerID: missing field ...`).
-fn parse_body<T: DeserializeOwned + Default>(body: &Bytes, required: bool) -> Result<T, ApiError> {
+fn parse_body<T: DeserializeOwned + Default>(body: &Bytes, required: bool) -> Result<T, ServerError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         if required {
-            return Err(ApiError::body("body: a JSON object is required"));
+            return Err(ServerError::body("body: a JSON object is required"));
         }
         return Ok(T::default());
     }
@@ -57,26 +63,28 @@ fn parse_body<T: DeserializeOwned + Default>(body: &Bytes, required: bool) -> Re
         let path = error.path().to_string();
         let inner = error.into_inner();
         if inner.is_syntax() || inner.is_eof() {
-            ApiError::body(format!("body: not valid JSON: {inner}"))
+            ServerError::body(format!("body: not valid JSON: {inner}"))
         } else if path == "." {
-            ApiError::body(inner.to_string())
+            ServerError::body(inner.to_string())
         } else {
-            ApiError::body(format!("{path}: {inner}"))
+            ServerError::body(format!("{path}: {inner}"))
         }
     })?;
-    deserializer.end().map_err(|error| ApiError::body(format!("body: not valid JSON: {error}")))?;
+    deserializer.end().map_err(|error| ServerError::body(format!("body: not valid JSON: {error}")))?;
     Ok(value)
 }
 
-fn parse_id<T: Identifier>(value: &str, name: &str) -> Result<T, ApiError> {
-    T::parse(value).map_err(|error| ApiError::param(format!("{name}: {error}")))
+fn parse_id<T: Identifier>(value: &str, name: &str) -> Result<T, ServerError> {
+    T::parse(value).map_err(|error| ServerError::param(format!("{name}: {error}")))
 }
 
 /// Parses the session id and checks that the session exists.
-async fn session(state: &AppState, id: &str) -> Result<Session, ApiError> {
+async fn session(state: &AppState, id: &str) -> Result<Session, ServerError> {
     let id: SessionId = parse_id(id, "id")?;
     state.store.get_session(&id).await.map_err(|error| match error {
-        session_store::StoreError::NotFound { .. } => ApiError::NotFound(format!("session {id} not found")),
+        session_store::StoreError::NotFound { .. } => {
+            ServerError::NotFound(format!("session {id} not found"))
+        }
         other => other.into(),
     })
 }
@@ -96,17 +104,17 @@ pub(crate) async fn create_session(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: Bytes,
-) -> Result<Json<Session>, ApiError> {
+) -> Result<Json<Session>, ServerError> {
     query(q)?;
     let body: CreateBody = parse_body(&body, false)?;
     let Some(parent) = body.parent_id else {
         return Ok(Json(state.runtime.create_session(body.title).await?));
     };
     let parent_id: SessionId =
-        SessionId::parse(&parent).map_err(|error| ApiError::body(format!("parentID: {error}")))?;
+        SessionId::parse(&parent).map_err(|error| ServerError::body(format!("parentID: {error}")))?;
     let parent = state.store.get_session(&parent_id).await.map_err(|error| match error {
         session_store::StoreError::NotFound { .. } => {
-            ApiError::body(format!("parentID: session {parent_id} does not exist"))
+            ServerError::body(format!("parentID: session {parent_id} does not exist"))
         }
         other => other.into(),
     })?;
@@ -132,7 +140,7 @@ const MAX_LISTED: usize = 10_000;
 pub(crate) async fn list_sessions(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Vec<Session>>, ApiError> {
+) -> Result<Json<Vec<Session>>, ServerError> {
     query(q)?;
     let mut sessions = Vec::new();
     let mut request = ListSessions { limit: 1000, ..ListSessions::default() };
@@ -153,7 +161,7 @@ pub(crate) async fn get_session(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Session>, ApiError> {
+) -> Result<Json<Session>, ServerError> {
     query(q)?;
     Ok(Json(session(&state, &id).await?))
 }
@@ -163,7 +171,7 @@ pub(crate) async fn delete_session(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<bool>, ApiError> {
+) -> Result<Json<bool>, ServerError> {
     query(q)?;
     let session = session(&state, &id).await?;
     state.runtime.cancel(&session.id);
@@ -178,7 +186,7 @@ pub(crate) async fn messages(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<MessagesQuery>, QueryRejection>,
-) -> Result<Json<Vec<session_core::MessageWithParts>>, ApiError> {
+) -> Result<Json<Vec<session_core::MessageWithParts>>, ServerError> {
     let q = query(q)?;
     let session = session(&state, &id).await?;
     let mut messages = state.store.load_history(&session.id).await?.messages;
@@ -217,10 +225,10 @@ struct PromptBody {
 }
 
 /// Checks a prompt body and turns it into the runtime's input.
-fn prompt_input(body: &Bytes) -> Result<PromptInput, ApiError> {
+fn prompt_input(body: &Bytes) -> Result<PromptInput, ServerError> {
     let body: PromptBody = parse_body(body, true)?;
     if body.no_reply == Some(true) {
-        return Err(ApiError::body(
+        return Err(ServerError::body(
             "noReply: storing a message without a reply is not supported by this server",
         ));
     }
@@ -229,21 +237,20 @@ fn prompt_input(body: &Bytes) -> Result<PromptInput, ApiError> {
     }
     let mut texts = Vec::new();
     for (index, part) in body.parts.iter().enumerate() {
-        let kind = part
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::body(format!("parts[{index}].type: a part needs a type (\"text\")")))?;
+        let kind = part.get("type").and_then(Value::as_str).ok_or_else(|| {
+            ServerError::body(format!("parts[{index}].type: a part needs a type (\"text\")"))
+        })?;
         match kind {
             "text" => {
                 let text = part.get("text").and_then(Value::as_str).ok_or_else(|| {
-                    ApiError::body(format!("parts[{index}].text: a text part needs a string text"))
+                    ServerError::body(format!("parts[{index}].text: a text part needs a string text"))
                 })?;
                 if part.get("ignored").and_then(Value::as_bool) != Some(true) {
                     texts.push(text.to_owned());
                 }
             }
             "file" | "agent" | "subtask" => {
-                return Err(ApiError::body(format!(
+                return Err(ServerError::body(format!(
                     "parts[{index}].type: {kind:?} parts are not supported by this server; send text parts"
                 )));
             }
@@ -251,22 +258,22 @@ fn prompt_input(body: &Bytes) -> Result<PromptInput, ApiError> {
         }
     }
     if texts.is_empty() {
-        return Err(ApiError::body("parts: at least one text part is required"));
+        return Err(ServerError::body("parts: at least one text part is required"));
     }
     let model = match body.model {
         Some(model) => {
             if model.provider_id.trim().is_empty() {
-                return Err(ApiError::body("model.providerID: must not be empty"));
+                return Err(ServerError::body("model.providerID: must not be empty"));
             }
             if model.model_id.trim().is_empty() {
-                return Err(ApiError::body("model.modelID: must not be empty"));
+                return Err(ServerError::body("model.modelID: must not be empty"));
             }
             Some(ModelRef { provider_id: model.provider_id, model_id: model.model_id, variant: None })
         }
         None => None,
     };
     if body.agent.as_deref().is_some_and(|a| a.trim().is_empty()) {
-        return Err(ApiError::body("agent: must not be empty"));
+        return Err(ServerError::body("agent: must not be empty"));
     }
     Ok(PromptInput { text: texts.join("\n"), agent: body.agent, model, ..PromptInput::default() })
 }
@@ -278,7 +285,7 @@ pub(crate) async fn prompt(
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>, ServerError> {
     query(q)?;
     let input = prompt_input(&body)?;
     let session = session(&state, &id).await?;
@@ -291,11 +298,11 @@ pub(crate) async fn prompt(
 }
 
 /// Refuses when another instance runs the session (its lease is live).
-async fn check_lease(state: &AppState, session: &SessionId) -> Result<(), ApiError> {
+async fn check_lease(state: &AppState, session: &SessionId) -> Result<(), ServerError> {
     if let Some(lease) = state.store.lease(session).await?
         && lease.owner != state.store.owner()
     {
-        return Err(ApiError::Busy(format!(
+        return Err(ServerError::Busy(format!(
             "session {session} is running in another instance ({}); try again when that run ends",
             lease.owner
         )));
@@ -310,7 +317,7 @@ pub(crate) async fn prompt_async(
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: Bytes,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let input = prompt_input(&body)?;
     let session = session(&state, &id).await?;
@@ -334,7 +341,7 @@ pub(crate) async fn abort(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<bool>, ApiError> {
+) -> Result<Json<bool>, ServerError> {
     query(q)?;
     let session = session(&state, &id).await?;
     if !state.runtime.is_busy(&session.id)
@@ -365,17 +372,17 @@ pub(crate) async fn revert(
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: Bytes,
-) -> Result<Json<Session>, ApiError> {
+) -> Result<Json<Session>, ServerError> {
     query(q)?;
     let body: RevertBody = parse_body(&body, true)?;
-    let message_id =
-        MessageId::parse(&body.message_id).map_err(|error| ApiError::body(format!("messageID: {error}")))?;
+    let message_id = MessageId::parse(&body.message_id)
+        .map_err(|error| ServerError::body(format!("messageID: {error}")))?;
     let part_id = body
         .part_id
         .as_deref()
         .map(PartId::parse)
         .transpose()
-        .map_err(|error| ApiError::body(format!("partID: {error}")))?;
+        .map_err(|error| ServerError::body(format!("partID: {error}")))?;
     let session = session(&state, &id).await?;
     Ok(Json(state.runtime.revert(&session.id, &message_id, part_id.as_ref()).await?))
 }
@@ -392,12 +399,12 @@ pub(crate) async fn reply_permission(
     Path((id, permission)): Path<(String, String)>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: Bytes,
-) -> Result<Json<bool>, ApiError> {
+) -> Result<Json<bool>, ServerError> {
     query(q)?;
     let body: PermissionBody = parse_body(&body, true)?;
     let reply = body
         .response
-        .ok_or_else(|| ApiError::body("response: missing field `response` (once, always or reject)"))?;
+        .ok_or_else(|| ServerError::body("response: missing field `response` (once, always or reject)"))?;
     let permission_id: PermissionId = parse_id(&permission, "permissionID")?;
     let session = session(&state, &id).await?;
     let pending_here = state.permissions.pending(Some(&session.id)).iter().any(|ask| ask.id == permission_id);
@@ -413,7 +420,7 @@ pub(crate) async fn reply_permission(
             cluster.request_reply(&session.id, &permission_id, reply);
             Ok(Json(true))
         }
-        _ => Err(ApiError::NotFound(format!(
+        _ => Err(ServerError::NotFound(format!(
             "permission {permission_id} is not waiting for an answer in session {}",
             session.id
         ))),
@@ -422,5 +429,5 @@ pub(crate) async fn reply_permission(
 
 /// `GET /doc`: the OpenAPI document.
 pub(crate) async fn doc() -> Json<Value> {
-    Json(super::openapi::document())
+    Json(crate::openapi::document())
 }

@@ -6,23 +6,32 @@ use serde_json::json;
 use session_runtime::RuntimeError;
 use session_store::StoreError;
 
-/// What went wrong with a request, and the status it answers with.
-#[derive(Debug)]
-pub(crate) enum ApiError {
-    /// The request is malformed; `kind` says where (Body, Params, Query), the message names
-    /// the field.
-    BadRequest { kind: &'static str, message: String },
-    /// The session (or message, or permission ask) does not exist.
+/// What went wrong with a request; its response carries the status and OpenCode's error body.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The request is malformed (400 `BadRequest`).
+    #[error("{message}")]
+    BadRequest {
+        /// Where: `Body`, `Params` or `Query`.
+        kind: &'static str,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// The session (or message, or permission ask) does not exist (404 `NotFoundError`).
+    #[error("{0}")]
     NotFound(String),
-    /// The session is running here or in another instance.
+    /// The session is running here or in another instance (409 `SessionBusyError`).
+    #[error("{0}")]
     Busy(String),
-    /// The bearer token is missing or wrong.
+    /// The bearer token is missing or wrong (401 `Unauthorized`).
+    #[error("a bearer token is required: send Authorization: Bearer <token>")]
     Unauthorized,
-    /// Anything else: the server failed.
+    /// Anything else: the server failed (500 `UnknownError`).
+    #[error("{0}")]
     Internal(String),
 }
 
-impl ApiError {
+impl ServerError {
     /// A body field is missing or wrong.
     pub(crate) fn body(message: impl Into<String>) -> Self {
         Self::BadRequest { kind: "Body", message: message.into() }
@@ -39,7 +48,7 @@ impl ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
+impl From<StoreError> for ServerError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::NotFound { .. } => Self::NotFound(error.to_string()),
@@ -49,7 +58,7 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<RuntimeError> for ApiError {
+impl From<RuntimeError> for ServerError {
     fn from(error: RuntimeError) -> Self {
         match error {
             RuntimeError::Busy(_) | RuntimeError::LeasedElsewhere { .. } => Self::Busy(error.to_string()),
@@ -64,7 +73,7 @@ impl From<RuntimeError> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
+impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         let (status, body) = match self {
             Self::BadRequest { kind, message } => (
@@ -79,7 +88,7 @@ impl IntoResponse for ApiError {
             }
             Self::Unauthorized => (
                 StatusCode::UNAUTHORIZED,
-                json!({"name": "Unauthorized", "data": {"message": "a bearer token is required: send Authorization: Bearer <token>"}}),
+                json!({"name": "Unauthorized", "data": {"message": Self::Unauthorized.to_string()}}),
             ),
             Self::Internal(message) => {
                 tracing::warn!(%message, "request failed");

@@ -1,24 +1,23 @@
 //! Events for clients: the runtime's bus turned into the events OpenCode's v1 client reads,
-//! the permission asker that publishes asks, and the `GET /event` stream.
+//! and the `GET /event` stream.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use session_core::{Part, PartKind, permission::PermissionAsk, permission::Reply, permission::Resolution};
+use session_core::{JsonObject, Part, PartKind, PermissionId, SessionId, permission::PermissionAsk};
 use session_runtime::{BusEvent, Clock as _, SystemClock};
-use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::AppState;
-use super::cluster::Cluster;
+use crate::AppState;
+use crate::cluster::Outbox;
 
 /// How many events a slow `/event` client may fall behind before it loses the oldest.
 const HUB_CAPACITY: usize = 4096;
@@ -33,6 +32,7 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
+    /// A hub nobody listens to yet.
     pub(crate) fn new() -> Self {
         let (sender, _) = broadcast::channel(HUB_CAPACITY);
         Self { sender }
@@ -50,6 +50,7 @@ impl Hub {
         let _ = self.sender.send(Arc::from(event.to_string()));
     }
 
+    /// A new client's subscription.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
         self.sender.subscribe()
     }
@@ -96,6 +97,10 @@ impl Translator {
                 }
                 Some(json!({"type": "message.part.updated", "properties": {"part": part, "delta": delta}}))
             }
+            BusEvent::PermissionAsked(ask) => Some(json!({
+                "type": "permission.updated",
+                "properties": Permission::new(ask, SystemClock.now_ms()),
+            })),
             other => serde_json::to_value(other).ok(),
         }
     }
@@ -105,7 +110,7 @@ impl Translator {
 pub(crate) fn spawn_translator(
     mut bus: broadcast::Receiver<BusEvent>,
     hub: Hub,
-    cluster: Option<Arc<Cluster>>,
+    cluster: Option<Arc<Outbox>>,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -133,78 +138,59 @@ pub(crate) fn spawn_translator(
     })
 }
 
-/// The v1 client's `Permission` for an ask.
-pub(crate) fn permission_json(ask: &PermissionAsk) -> Value {
-    let request = &ask.request;
-    let title = if request.patterns.is_empty() {
-        request.permission.clone()
-    } else {
-        format!("{} {}", request.permission, request.patterns.join(", "))
-    };
-    let mut value = json!({
-        "id": ask.id,
-        "type": request.permission,
-        "pattern": request.patterns,
-        "sessionID": ask.session_id,
-        "messageID": ask.tool.as_ref().map(|t| t.message_id.to_string()).unwrap_or_default(),
-        "title": title,
-        "metadata": request.metadata,
-        "time": {"created": SystemClock.now_ms()},
-    });
-    if let (Some(tool), Some(object)) = (&ask.tool, value.as_object_mut()) {
-        object.insert("callID".into(), Value::String(tool.call_id.clone()));
-    }
-    value
+/// The v1 client's `Permission`: an ask as `permission.updated` carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Permission {
+    /// The ask's id.
+    pub id: PermissionId,
+    /// The permission asked for (`read`, `edit`, `bash`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The values asked for.
+    pub pattern: Vec<String>,
+    /// The asking session.
+    #[serde(rename = "sessionID")]
+    pub session_id: SessionId,
+    /// The assistant message of the asking tool call (empty when no tool asks).
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    /// The permission and its patterns, for display.
+    pub title: String,
+    /// Details shown to the user.
+    pub metadata: JsonObject,
+    /// When the ask was published.
+    pub time: PermissionTime,
+    /// The asking tool call.
+    #[serde(rename = "callID", default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
-/// The reply's name in `permission.replied`.
-pub(crate) fn reply_name(reply: Reply) -> &'static str {
-    match reply {
-        Reply::Once => "once",
-        Reply::Always => "always",
-        Reply::Reject => "reject",
-    }
+/// When an ask was published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionTime {
+    /// Epoch milliseconds.
+    pub created: u64,
 }
 
-/// Publishes asks as `permission.updated` and lets them wait for the HTTP reply.
-#[derive(Debug)]
-pub(crate) struct HttpAsker {
-    hub: Hub,
-    cluster: OnceLock<Arc<Cluster>>,
-}
-
-impl HttpAsker {
-    pub(crate) fn new(hub: Hub) -> Self {
-        Self { hub, cluster: OnceLock::new() }
-    }
-
-    /// Also tell the other instances about asks and replies.
-    pub(crate) fn attach(&self, cluster: Arc<Cluster>) {
-        let _ = self.cluster.set(cluster);
-    }
-}
-
-#[async_trait]
-impl PermissionAsker for HttpAsker {
-    async fn ask(&self, ask: &PermissionAsk) -> Option<PermissionAnswer> {
-        let permission = permission_json(ask);
-        self.hub.publish("permission.updated", permission.clone());
-        if let Some(cluster) = self.cluster.get() {
-            cluster.permission_asked(ask, permission);
-        }
-        // The answer comes through `PermissionEngine::reply` (the HTTP route).
-        None
-    }
-
-    fn replied(&self, resolution: &Resolution) {
-        let properties = json!({
-            "sessionID": resolution.session_id,
-            "permissionID": resolution.request_id,
-            "response": reply_name(resolution.reply),
-        });
-        self.hub.publish("permission.replied", properties.clone());
-        if let Some(cluster) = self.cluster.get() {
-            cluster.permission_replied(resolution);
+impl Permission {
+    /// The client's view of `ask`, published at `created` (epoch ms).
+    pub fn new(ask: &PermissionAsk, created: u64) -> Self {
+        let request = &ask.request;
+        let title = if request.patterns.is_empty() {
+            request.permission.clone()
+        } else {
+            format!("{} {}", request.permission, request.patterns.join(", "))
+        };
+        Self {
+            id: ask.id.clone(),
+            kind: request.permission.clone(),
+            pattern: request.patterns.clone(),
+            session_id: ask.session_id.clone(),
+            message_id: ask.tool.as_ref().map(|t| t.message_id.to_string()).unwrap_or_default(),
+            title,
+            metadata: request.metadata.clone(),
+            time: PermissionTime { created },
+            call_id: ask.tool.as_ref().map(|t| t.call_id.clone()),
         }
     }
 }

@@ -8,7 +8,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
+use crate::error::ServerError;
 
 /// Lets a request through when it carries the token; answers 401 otherwise.
 pub(crate) async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
@@ -20,7 +20,7 @@ pub(crate) async fn require_token(State(token): State<Arc<str>>, request: Reques
         .map(str::trim);
     match given {
         Some(given) if same(given.as_bytes(), token.as_bytes()) => next.run(request).await,
-        _ => ApiError::Unauthorized.into_response(),
+        _ => ServerError::Unauthorized.into_response(),
     }
 }
 

@@ -1,36 +1,24 @@
-//! `session serve`: the HTTP API OpenCode's clients speak, over one runtime.
+//! `session serve`: the HTTP API of `session-server` over the runtime the configuration
+//! describes, on a listener of its own.
 //!
-//! Paths, JSON bodies and event names follow OpenCode's server API as its v1 client
-//! (`@opencode-ai/sdk`) sends and expects them, for the operations both have (sessions,
-//! messages, prompts, abort, revert, permission replies, `GET /event`); `GET /doc` is the
-//! OpenAPI document. The server binds 127.0.0.1 unless told otherwise, and any other address
-//! requires a bearer token. On PostgreSQL several instances serve the same sessions: a run
-//! holds the session's lease in one instance, and notices between instances carry every
-//! event to every `/event` stream.
-
-mod auth;
-mod cluster;
-mod error;
-mod events;
-mod openapi;
-mod routes;
+//! This module owns what the library leaves to its caller: the address to bind (127.0.0.1
+//! unless told otherwise), the token policy (any address off loopback requires a bearer
+//! token), the link to the other instances on PostgreSQL, and stopping on Ctrl-C or SIGTERM.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use axum::Router;
-use axum::routing::{get, post};
 use session_runtime::Runtime;
-use session_store::{Notifier, PgConfig, Store};
-use session_tools::PermissionEngine;
+use session_server::{BusAsker, ClusterLink, ServerParts};
+use session_store::{PgConfig, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::run::{RuntimeSetup, assemble};
 
 /// Every route the server answers, as (lower-case method, path with `{param}` placeholders).
 pub fn routes() -> &'static [(&'static str, &'static str)] {
-    openapi::ROUTES
+    session_server::routes()
 }
 
 /// The environment variable holding the bearer token when `--token` is absent.
@@ -47,16 +35,6 @@ pub struct ServeOptions {
     pub port: u16,
     /// The bearer token requests must carry; required off loopback.
     pub token: Option<String>,
-}
-
-/// What every handler shares.
-pub(crate) struct AppState {
-    runtime: Arc<Runtime>,
-    store: Arc<dyn Store>,
-    permissions: Arc<PermissionEngine>,
-    hub: events::Hub,
-    cluster: Option<Arc<cluster::Cluster>>,
-    shutdown: CancellationToken,
 }
 
 /// A server accepting requests until stopped.
@@ -123,77 +101,42 @@ async fn bind_address(hostname: &str, port: u16) -> Result<SocketAddr> {
         .ok_or_else(|| anyhow!("--hostname {hostname:?}: it resolves to no address"))
 }
 
-/// The router over `state`, with the token check when there is a token.
-fn router(state: Arc<AppState>, token: Option<Arc<str>>) -> Router {
-    let router = Router::new()
-        .route("/doc", get(routes::doc))
-        .route("/event", get(events::stream))
-        .route("/session", get(routes::list_sessions).post(routes::create_session))
-        .route("/session/{id}", get(routes::get_session).delete(routes::delete_session))
-        .route("/session/{id}/message", get(routes::messages).post(routes::prompt))
-        .route("/session/{id}/prompt_async", post(routes::prompt_async))
-        .route("/session/{id}/abort", post(routes::abort))
-        .route("/session/{id}/revert", post(routes::revert))
-        .route("/session/{id}/permissions/{permissionID}", post(routes::reply_permission))
-        .with_state(state);
-    match token {
-        Some(token) => router.layer(axum::middleware::from_fn_with_state(token, auth::require_token)),
-        None => router,
-    }
-}
-
 /// Builds the runtime, binds, and starts serving; returns once requests are accepted.
 pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let addr = bind_address(&options.hostname, options.port).await?;
-    let token = options.token.filter(|t| !t.trim().is_empty()).map(|t| Arc::<str>::from(t.trim()));
+    let token = options.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
     if !addr.ip().is_loopback() && token.is_none() {
         bail!(
             "binding {addr} (not a loopback address) requires a bearer token: pass --token or set {TOKEN_ENV}"
         );
     }
-    let hub = events::Hub::new();
-    let asker = Arc::new(events::HttpAsker::new(hub.clone()));
+    let asker = Arc::new(BusAsker::new());
     let assembled = assemble(&options.setup, asker.clone()).await?;
-    let shutdown = CancellationToken::new();
     let runtime = assembled.runtime;
     let store = assembled.store;
+    asker.attach(runtime.bus().clone());
 
     let mut cluster = None;
     if let Some(url) =
         assembled.database.as_deref().filter(|_| store.backend() == session_store::BackendKind::Postgres)
     {
-        let notifier = Notifier::connect(&PgConfig::new(url))
+        let link = ClusterLink::connect(&PgConfig::new(url))
             .await
             .map_err(|error| anyhow!("cannot listen for the other instances: {error}"))?;
-        let started = cluster::Cluster::start(notifier.clone(), store.owner().to_owned(), shutdown.clone());
-        let receiver = cluster::Receiver {
-            runtime: runtime.clone(),
-            store: store.clone(),
-            permissions: assembled.permissions.clone(),
-            hub: hub.clone(),
-        };
-        started
-            .clone()
-            .listen(&notifier, receiver, shutdown.clone())
-            .await
-            .map_err(|error| anyhow!("cannot listen for the other instances: {error}"))?;
-        asker.attach(started.clone());
-        cluster = Some(started);
+        cluster = Some(link);
     }
-    events::spawn_translator(runtime.bus().subscribe(), hub.clone(), cluster.clone(), shutdown.clone());
-
-    let state = Arc::new(AppState {
+    let shutdown = CancellationToken::new();
+    let app = session_server::router(ServerParts {
         runtime: runtime.clone(),
         store: store.clone(),
         permissions: assembled.permissions,
-        hub,
+        token,
         cluster,
         shutdown: shutdown.clone(),
     });
     let listener =
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    let app = router(state, token);
     let graceful = shutdown.clone();
     let server = tokio::spawn(async move {
         axum::serve(listener, app).with_graceful_shutdown(async move { graceful.cancelled().await }).await

@@ -1,0 +1,306 @@
+//! Several servers on one PostgreSQL database: every instance tells the others what changed
+//! (ids only, through LISTEN/NOTIFY), and each turns the notices of the others into client
+//! events by reading the bodies from the store. Requests that only the instance running a
+//! session can carry out (abort, a permission reply) travel the same way.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use session_core::{Message, PermissionId, SessionId, permission::Reply};
+use session_runtime::{BusEvent, Clock as _, Runtime, SessionStatus, SystemClock};
+use session_store::{NoticeListener, Notifier, NotifyError, PgConfig, Store, encode_notice};
+use session_tools::PermissionEngine;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Hub, Permission};
+use crate::notice::{Notice, NoticeBody};
+
+/// Streaming text reaches the other instances as a re-read part at most this often per part
+/// (the store writes deltas in batches anyway).
+const DELTA_INTERVAL: Duration = Duration::from_millis(250);
+
+/// A retry's message is the only free text a status carries; it travels cut to this length.
+const MAX_STATUS_MESSAGE_CHARS: usize = 500;
+
+/// The connection to the other instances on one PostgreSQL database, listening already.
+#[derive(Debug)]
+pub struct ClusterLink {
+    notifier: Notifier,
+    listener: NoticeListener,
+}
+
+impl ClusterLink {
+    /// Connects to the database `config` names and starts listening for notices.
+    pub async fn connect(config: &PgConfig) -> Result<Self, NotifyError> {
+        let notifier = Notifier::connect(config).await?;
+        let listener = notifier.listen().await?;
+        Ok(Self { notifier, listener })
+    }
+}
+
+/// This instance's side of the cluster: the queue of notices to send.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    origin: String,
+    queue: mpsc::UnboundedSender<Notice>,
+}
+
+/// What a notice from another instance needs to be carried out here.
+pub(crate) struct Receiver {
+    pub(crate) runtime: Arc<Runtime>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) permissions: Arc<PermissionEngine>,
+    pub(crate) hub: Hub,
+}
+
+/// Starts sending this instance's notices (`origin` tells them apart) and carrying out the
+/// others' through `receiver`, both until shutdown.
+pub(crate) fn start(
+    link: ClusterLink,
+    origin: String,
+    receiver: Receiver,
+    shutdown: &CancellationToken,
+) -> Arc<Outbox> {
+    let ClusterLink { notifier, listener } = link;
+    let (queue, outgoing) = mpsc::unbounded_channel::<Notice>();
+    tokio::spawn(send_all(notifier, outgoing, shutdown.clone()));
+    tokio::spawn(receive_all(listener, origin.clone(), receiver, shutdown.clone()));
+    Arc::new(Outbox { origin, queue })
+}
+
+async fn send_all(
+    notifier: Notifier,
+    mut outgoing: mpsc::UnboundedReceiver<Notice>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let notice = tokio::select! {
+            () = shutdown.cancelled() => break,
+            notice = outgoing.recv() => match notice {
+                Some(notice) => notice,
+                None => break,
+            },
+        };
+        if let Err(error) = notifier.notify(&notice).await {
+            tracing::warn!(%error, kind = notice.body.kind(), "cannot notify the other instances");
+        }
+    }
+    notifier.close().await;
+}
+
+async fn receive_all(
+    mut listener: NoticeListener,
+    origin: String,
+    receiver: Receiver,
+    shutdown: CancellationToken,
+) {
+    let mut last_streamed: HashMap<String, Instant> = HashMap::new();
+    loop {
+        let notice = tokio::select! {
+            () = shutdown.cancelled() => break,
+            notice = listener.recv::<Notice>() => notice,
+        };
+        let notice = match notice {
+            Ok(notice) => notice,
+            Err(error) => {
+                tracing::warn!(%error, "listening for the other instances failed; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        if notice.origin == origin {
+            continue;
+        }
+        if let NoticeBody::PartUpdated { part, streaming: true, .. } = &notice.body {
+            let now = Instant::now();
+            if last_streamed.get(part.as_str()).is_some_and(|at| now.duration_since(*at) < DELTA_INTERVAL) {
+                continue;
+            }
+            if last_streamed.len() > 1024 {
+                last_streamed.clear();
+            }
+            last_streamed.insert(part.to_string(), now);
+        }
+        receiver.carry_out(notice).await;
+    }
+}
+
+impl Outbox {
+    fn send(&self, session: &SessionId, body: NoticeBody) {
+        self.send_notice(self.notice(session, body));
+    }
+
+    fn send_notice(&self, notice: Notice) {
+        // The sender task is gone only at shutdown.
+        let _ = self.queue.send(notice);
+    }
+
+    fn notice(&self, session: &SessionId, body: NoticeBody) -> Notice {
+        Notice { origin: self.origin.clone(), session: session.clone(), body }
+    }
+
+    /// Tells the others about a local bus event (deltas are thinned by the receivers).
+    pub(crate) fn forward(&self, event: &BusEvent) {
+        let (session, body) = match event {
+            BusEvent::SessionCreated { info } => (&info.id, NoticeBody::SessionCreated),
+            BusEvent::SessionUpdated { info } => (&info.id, NoticeBody::SessionUpdated),
+            BusEvent::SessionStatus { session_id, status } => {
+                (session_id, NoticeBody::SessionStatus { status: short_status(status) })
+            }
+            BusEvent::SessionIdle { session_id } => (session_id, NoticeBody::SessionIdle),
+            BusEvent::SessionError { session_id, .. } => (session_id, NoticeBody::SessionError),
+            BusEvent::SessionCompacted { session_id } => (session_id, NoticeBody::SessionCompacted),
+            BusEvent::MessageUpdated { info } => {
+                (info.session_id(), NoticeBody::MessageUpdated { message: info.id().clone() })
+            }
+            BusEvent::MessageRemoved { session_id, message_id } => {
+                (session_id, NoticeBody::MessageRemoved { message: message_id.clone() })
+            }
+            BusEvent::PartRemoved { session_id, message_id, part_id } => {
+                (session_id, NoticeBody::PartRemoved { message: message_id.clone(), part: part_id.clone() })
+            }
+            BusEvent::PartUpdated { part } => (
+                &part.session_id,
+                NoticeBody::PartUpdated {
+                    message: part.message_id.clone(),
+                    part: part.id.clone(),
+                    streaming: false,
+                },
+            ),
+            // Sent as a part update; the receiver reads the text written so far.
+            BusEvent::PartDelta { session_id, message_id, part_id, .. } => (
+                session_id,
+                NoticeBody::PartUpdated {
+                    message: message_id.clone(),
+                    part: part_id.clone(),
+                    streaming: true,
+                },
+            ),
+            BusEvent::PermissionAsked(ask) => {
+                let mut permission = Permission::new(ask, SystemClock.now_ms());
+                permission.metadata.clear();
+                let mut notice = self.notice(&ask.session_id, NoticeBody::PermissionUpdated { permission });
+                if let Err(NotifyError::TooLarge { .. }) = encode_notice(&notice)
+                    && let NoticeBody::PermissionUpdated { permission } = &mut notice.body
+                {
+                    // Patterns too long to carry: the others see the ask without them.
+                    permission.pattern.clear();
+                    permission.title.clone_from(&ask.request.permission);
+                }
+                self.send_notice(notice);
+                return;
+            }
+            BusEvent::PermissionReplied { session_id, permission_id, response } => (
+                session_id,
+                NoticeBody::PermissionReplied { permission: permission_id.clone(), response: *response },
+            ),
+        };
+        self.send(session, body);
+    }
+
+    /// Asks the instance running `session` to abort it.
+    pub(crate) fn request_abort(&self, session: &SessionId) {
+        self.send(session, NoticeBody::Abort);
+    }
+
+    /// Passes a permission reply to the instance where the ask waits.
+    pub(crate) fn request_reply(&self, session: &SessionId, permission: &PermissionId, reply: Reply) {
+        self.send(session, NoticeBody::Reply { permission: permission.clone(), response: reply });
+    }
+}
+
+/// The status as it travels: a retry's message cut short.
+fn short_status(status: &SessionStatus) -> SessionStatus {
+    match status {
+        SessionStatus::Retry { attempt, message, next } => SessionStatus::Retry {
+            attempt: *attempt,
+            message: message.chars().take(MAX_STATUS_MESSAGE_CHARS).collect(),
+            next: *next,
+        },
+        other => other.clone(),
+    }
+}
+
+impl Receiver {
+    /// Carries out one notice from another instance.
+    async fn carry_out(&self, notice: Notice) {
+        let session = notice.session;
+        match notice.body {
+            NoticeBody::Abort => {
+                // Only the instance running the session acts on it.
+                if self.runtime.is_busy(&session) {
+                    self.runtime.cancel(&session);
+                }
+            }
+            NoticeBody::Reply { permission, response } => {
+                self.permissions.reply(&permission, response, None);
+            }
+            NoticeBody::SessionCreated | NoticeBody::SessionUpdated => {
+                let kind = notice.body.kind();
+                match self.store.get_session(&session).await {
+                    Ok(info) => self.hub.publish(kind, json!({"info": info})),
+                    Err(error) => tracing::debug!(%error, "a notified session is not readable"),
+                }
+            }
+            NoticeBody::SessionStatus { status } => {
+                self.hub.publish("session.status", json!({"sessionID": session, "status": status}));
+            }
+            NoticeBody::SessionIdle => self.hub.publish("session.idle", json!({"sessionID": session})),
+            NoticeBody::SessionCompacted => {
+                self.hub.publish("session.compacted", json!({"sessionID": session}))
+            }
+            NoticeBody::SessionError => {
+                // The error is the one the newest failed assistant message carries.
+                let error = match self.store.load_history(&session).await {
+                    Ok(history) => history.messages.iter().rev().find_map(|m| match &m.info {
+                        Message::Assistant(a) => a.error.clone(),
+                        Message::User(_) => None,
+                    }),
+                    Err(_) => None,
+                };
+                let mut properties = json!({"sessionID": session});
+                if let (Some(error), Some(object)) = (error, properties.as_object_mut()) {
+                    object.insert("error".into(), serde_json::to_value(error).unwrap_or(Value::Null));
+                }
+                self.hub.publish("session.error", properties);
+            }
+            NoticeBody::MessageUpdated { message } => {
+                if let Some(message) = self.read_message(&session, message.as_str()).await {
+                    self.hub.publish("message.updated", json!({"info": message}));
+                }
+            }
+            NoticeBody::PartUpdated { part, .. } => {
+                if let Some(part) = self.read_part(&session, part.as_str()).await {
+                    self.hub.publish("message.part.updated", json!({"part": part}));
+                }
+            }
+            NoticeBody::MessageRemoved { message } => {
+                self.hub.publish("message.removed", json!({"sessionID": session, "messageID": message}));
+            }
+            NoticeBody::PartRemoved { message, part } => self.hub.publish(
+                "message.part.removed",
+                json!({"sessionID": session, "messageID": message, "partID": part}),
+            ),
+            NoticeBody::PermissionUpdated { permission } => {
+                self.hub.publish("permission.updated", json!(permission));
+            }
+            NoticeBody::PermissionReplied { permission, response } => self.hub.publish(
+                "permission.replied",
+                json!({"sessionID": session, "permissionID": permission, "response": response}),
+            ),
+        }
+    }
+
+    async fn read_message(&self, session: &SessionId, id: &str) -> Option<Message> {
+        let history = self.store.load_history(session).await.ok()?;
+        history.messages.into_iter().find(|m| m.info.id().as_str() == id).map(|m| m.info)
+    }
+
+    async fn read_part(&self, session: &SessionId, id: &str) -> Option<session_core::Part> {
+        let history = self.store.load_history(session).await.ok()?;
+        history.messages.into_iter().flat_map(|m| m.parts).find(|p| p.id.as_str() == id)
+    }
+}

@@ -1,0 +1,124 @@
+//! The HTTP API OpenCode's clients speak, as an [`axum::Router`] over a runtime the caller
+//! already has.
+//!
+//! Paths, JSON bodies and event names follow OpenCode's server API as its v1 client
+//! (`@opencode-ai/sdk`) sends and expects them, for the operations both have (sessions,
+//! messages, prompts, abort, revert, permission replies, `GET /event`); `GET /doc` is the
+//! OpenAPI document. With a bearer token every request must carry it. On PostgreSQL several
+//! instances serve the same sessions: a run holds the session's lease in one instance, and
+//! notices between instances ([`ClusterLink`], [`Notice`]) carry every event to every
+//! `/event` stream.
+//!
+//! The runtime's bus is the only source of client events: the permission engine's asker
+//! ([`BusAsker`]) publishes asks and replies there, and the server translates bus events to
+//! its wire JSON. Binding a listener, choosing when a token is needed, and signals belong to
+//! the caller (the `session serve` command).
+
+mod asker;
+mod auth;
+mod cluster;
+mod error;
+mod events;
+mod notice;
+mod openapi;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{get, post};
+use session_runtime::Runtime;
+use session_store::Store;
+use session_tools::PermissionEngine;
+use tokio_util::sync::CancellationToken;
+
+pub use asker::BusAsker;
+pub use cluster::ClusterLink;
+pub use error::ServerError;
+pub use events::{Permission, PermissionTime};
+pub use notice::{Notice, NoticeBody};
+
+/// Every route the server answers, as (lower-case method, path with `{param}` placeholders).
+pub fn routes() -> &'static [(&'static str, &'static str)] {
+    openapi::ROUTES
+}
+
+/// What the router serves: a runtime with its store and permission engine, and options.
+pub struct ServerParts {
+    /// The engine prompts run in.
+    pub runtime: Arc<Runtime>,
+    /// The runtime's store.
+    pub store: Arc<dyn Store>,
+    /// The runtime's permission engine; its asker should be a [`BusAsker`] attached to the
+    /// runtime's bus, or asks never reach `/event`.
+    pub permissions: Arc<PermissionEngine>,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+    /// The other instances on the same PostgreSQL database, if any.
+    pub cluster: Option<ClusterLink>,
+    /// Cancelled to end the event streams and the background tasks (the caller also passes
+    /// it to its graceful shutdown).
+    pub shutdown: CancellationToken,
+}
+
+impl ServerParts {
+    /// Parts without a token, without other instances, with a fresh shutdown token.
+    pub fn new(runtime: Arc<Runtime>, store: Arc<dyn Store>, permissions: Arc<PermissionEngine>) -> Self {
+        Self { runtime, store, permissions, token: None, cluster: None, shutdown: CancellationToken::new() }
+    }
+}
+
+impl std::fmt::Debug for ServerParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerParts")
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("cluster", &self.cluster.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    runtime: Arc<Runtime>,
+    store: Arc<dyn Store>,
+    permissions: Arc<PermissionEngine>,
+    hub: events::Hub,
+    cluster: Option<Arc<cluster::Outbox>>,
+    shutdown: CancellationToken,
+}
+
+/// The router over `parts`. It starts the tasks that carry bus events (and the other
+/// instances' notices) to `/event` until `parts.shutdown`, so it must be called inside a Tokio
+/// runtime.
+pub fn router(parts: ServerParts) -> Router {
+    let ServerParts { runtime, store, permissions, token, cluster, shutdown } = parts;
+    let hub = events::Hub::new();
+    let outbox = cluster.map(|link| {
+        let receiver = cluster::Receiver {
+            runtime: runtime.clone(),
+            store: store.clone(),
+            permissions: permissions.clone(),
+            hub: hub.clone(),
+        };
+        cluster::start(link, store.owner().to_owned(), receiver, &shutdown)
+    });
+    events::spawn_translator(runtime.bus().subscribe(), hub.clone(), outbox.clone(), shutdown.clone());
+    let state = Arc::new(AppState { runtime, store, permissions, hub, cluster: outbox, shutdown });
+    let router = Router::new()
+        .route("/doc", get(routes::doc))
+        .route("/event", get(events::stream))
+        .route("/session", get(routes::list_sessions).post(routes::create_session))
+        .route("/session/{id}", get(routes::get_session).delete(routes::delete_session))
+        .route("/session/{id}/message", get(routes::messages).post(routes::prompt))
+        .route("/session/{id}/prompt_async", post(routes::prompt_async))
+        .route("/session/{id}/abort", post(routes::abort))
+        .route("/session/{id}/revert", post(routes::revert))
+        .route("/session/{id}/permissions/{permissionID}", post(routes::reply_permission))
+        .with_state(state);
+    match token {
+        Some(token) => {
+            router.layer(axum::middleware::from_fn_with_state(Arc::<str>::from(token), auth::require_token))
+        }
+        None => router,
+    }
+}
