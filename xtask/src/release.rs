@@ -740,6 +740,7 @@ mod tests {
                 "session-core-9.9.9.crate",
                 "session-llm-9.9.9.crate",
                 "session-runtime-9.9.9.crate",
+                "session-server-9.9.9.crate",
                 "session-store-9.9.9.crate",
                 "session-tools-9.9.9.crate",
             ]

@@ -105,8 +105,15 @@ impl Runtime {
             if let Err(error) = self.store.release_lease(session_id).await {
                 tracing::warn!(%error, "releasing the session lease failed");
             }
+            if stop {
+                // The run is over for good: it leaves the table before idle is published, so a
+                // client that reacts to idle starts a run of its own instead of joining this one.
+                self.runs.end(session_id, run, seen, &outcome, false);
+                self.set_status(session_id, SessionStatus::Idle);
+                return outcome;
+            }
             self.set_status(session_id, SessionStatus::Idle);
-            if self.runs.end(session_id, run, seen, &outcome, !stop) {
+            if self.runs.end(session_id, run, seen, &outcome, true) {
                 return outcome;
             }
             // A prompt joined after the loop's last look at the history: answer it too.
