@@ -16,7 +16,7 @@ use sqlx::{
     ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Postgres, Row, Sqlite, Type,
 };
 
-use crate::rows::{StoredMessageRow, StoredPartRow};
+use crate::rows::{MessageRow, PartRow, StoredMessageRow, StoredPartRow};
 use crate::sql::{self, BulkSql, Sql};
 
 /// What a backend provides by hand.
@@ -156,6 +156,27 @@ impl<DB: Backend> Statement<DB> {
     /// Binds the next placeholder.
     pub(crate) fn bind<'a>(self, value: impl Into<Param<'a>>) -> Self {
         Self { query: DB::bind(self.query, value.into()) }
+    }
+
+    /// Binds a message row's columns in table order (single and multi-row inserts alike).
+    pub(crate) fn bind_message(self, m: &MessageRow) -> Self {
+        self.bind(m.id.as_str())
+            .bind(m.session_id.as_str())
+            .bind(m.role)
+            .bind(m.open)
+            .bind(m.cost.as_deref())
+            .bind(m.data.as_str())
+    }
+
+    /// Binds a part row's columns in table order (single and multi-row inserts alike).
+    pub(crate) fn bind_part(self, p: &PartRow) -> Self {
+        self.bind(p.id.as_str())
+            .bind(p.session_id.as_str())
+            .bind(p.message_id.as_str())
+            .bind(p.kind.as_str())
+            .bind(p.open)
+            .bind(p.cost.as_deref())
+            .bind(p.data.as_str())
     }
 
     /// Runs it; the result says how many rows changed.

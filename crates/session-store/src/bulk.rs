@@ -86,13 +86,7 @@ pub(crate) async fn write_plan<DB: Backend>(conn: &mut DB::Connection, plan: &Pl
         let rows = &plan.messages[start..start + size];
         let mut statement = query::<DB>(bulk.messages(size));
         for m in rows {
-            statement = statement
-                .bind(m.id.as_str())
-                .bind(m.session_id.as_str())
-                .bind(m.role)
-                .bind(m.open)
-                .bind(m.cost.as_deref())
-                .bind(m.data.as_str());
+            statement = statement.bind_message(m);
         }
         let result = statement
             .execute(&mut *conn)
@@ -114,14 +108,7 @@ pub(crate) async fn write_plan<DB: Backend>(conn: &mut DB::Connection, plan: &Pl
         let rows = &plan.parts[start..start + size];
         let mut statement = query::<DB>(bulk.parts(size));
         for p in rows {
-            statement = statement
-                .bind(p.id.as_str())
-                .bind(p.session_id.as_str())
-                .bind(p.message_id.as_str())
-                .bind(p.kind.as_str())
-                .bind(p.open)
-                .bind(p.cost.as_deref())
-                .bind(p.data.as_str());
+            statement = statement.bind_part(p);
         }
         let result = statement
             .execute(&mut *conn)

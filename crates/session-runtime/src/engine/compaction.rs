@@ -124,19 +124,7 @@ impl Runtime {
                 Some(replay) => {
                     if let Message::User(original) = &replay.info {
                         let copy = replay_user_message(original, self.next_id(), self.clock.now_ms());
-                        let message = Message::User(copy.clone());
-                        self.store.upsert_message(&message).await?;
-                        self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message) });
-                        for kind in replay_parts(&replay.parts) {
-                            let part = Part {
-                                id: self.next_id(),
-                                session_id: session_id.clone(),
-                                message_id: copy.id.clone(),
-                                kind,
-                            };
-                            self.store.upsert_part(&part).await?;
-                            self.bus.publish(BusEvent::PartUpdated { part: Box::new(part) });
-                        }
+                        self.store_user_message(copy, replay_parts(&replay.parts)).await?;
                     }
                 }
                 None => {

@@ -304,13 +304,22 @@ impl Runtime {
             system: None,
             tools: None,
         };
+        self.store_user_message(user, parts).await
+    }
+
+    /// Stores `user` and a part for each of `parts`, publishing each once written.
+    pub(super) async fn store_user_message(
+        &self,
+        user: UserMessage,
+        parts: Vec<PartKind>,
+    ) -> Result<UserMessage, RuntimeError> {
         let message = Message::User(user.clone());
         self.store.upsert_message(&message).await?;
         self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message) });
         for kind in parts {
             let part = Part {
                 id: self.next_id(),
-                session_id: session_id.clone(),
+                session_id: user.session_id.clone(),
                 message_id: user.id.clone(),
                 kind,
             };

@@ -145,25 +145,14 @@ impl<DB: Backend> Engine<DB> {
             match row {
                 RowWrite::Message(m, _) => {
                     query::<DB>(sql.insert_message)
-                        .bind(m.id.as_str())
-                        .bind(m.session_id.as_str())
-                        .bind(m.role)
-                        .bind(m.open)
-                        .bind(m.cost.as_deref())
-                        .bind(m.data.as_str())
+                        .bind_message(m)
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| StoreError::on_write(e, EntityKind::Message, &m.id))?;
                 }
                 RowWrite::Part(p) => {
                     query::<DB>(sql.insert_part)
-                        .bind(p.id.as_str())
-                        .bind(p.session_id.as_str())
-                        .bind(p.message_id.as_str())
-                        .bind(p.kind.as_str())
-                        .bind(p.open)
-                        .bind(p.cost.as_deref())
-                        .bind(p.data.as_str())
+                        .bind_part(p)
                         .execute(&mut *tx)
                         .await
                         .map_err(|e| StoreError::on_write(e, EntityKind::Part, &p.id))?;
