@@ -51,22 +51,26 @@ pub struct NoUserMessage;
 
 /// Reads the (compaction-filtered) history and decides the next task (SPEC 12 steps 1, 2, 5).
 ///
-/// The newest messages are taken by position, newest last, as the history is ordered.
+/// The newest messages are the ones with the highest id (OpenCode's `MessageV2.latest`), not the
+/// last by position: after a compaction that kept a tail, the history reads [request, summary,
+/// kept tail, newer], so the tail's messages come after the summary but are older than it.
 pub fn next_task(messages: &[MessageWithParts]) -> Result<(LoopView<'_>, NextTask<'_>), NoUserMessage> {
-    let last_user = messages
-        .iter()
-        .rev()
-        .find_map(|m| match &m.info {
+    let newest = |keep: fn(&Message) -> bool| {
+        messages.iter().filter(move |m| keep(&m.info)).max_by(|a, b| a.info.id().cmp(b.info.id()))
+    };
+    let last_user = newest(|m| matches!(m, Message::User(_)))
+        .and_then(|m| match &m.info {
             Message::User(user) => Some(user),
             Message::Assistant(_) => None,
         })
         .ok_or(NoUserMessage)?;
-    let last_finished = messages.iter().rev().find_map(|m| match &m.info {
-        Message::Assistant(a) if a.finish.is_some() => Some(a),
-        _ => None,
-    });
+    let last_finished =
+        newest(|m| matches!(m, Message::Assistant(a) if a.finish.is_some())).and_then(|m| match &m.info {
+            Message::Assistant(a) => Some(a),
+            Message::User(_) => None,
+        });
     let view = LoopView { last_user, last_finished };
-    if let Some(assistant) = messages.iter().rev().find(|m| matches!(m.info, Message::Assistant(_)))
+    if let Some(assistant) = newest(|m| matches!(m, Message::Assistant(_)))
         && let Message::Assistant(info) = &assistant.info
         && info.finish.is_some_and(|f| f != FinishReason::ToolCalls)
         && !has_pending_tool_work(assistant)
@@ -74,17 +78,19 @@ pub fn next_task(messages: &[MessageWithParts]) -> Result<(LoopView<'_>, NextTas
     {
         return Ok((view, NextTask::Done(info)));
     }
-    let task = messages.iter().rev().find_map(|m| {
-        if last_finished.is_some_and(|f| m.info.id() <= &f.id) {
-            return None;
-        }
-        m.parts.iter().find_map(|p| match &p.kind {
-            PartKind::Compaction(compaction) => {
-                Some(CompactionTask { parent_id: m.info.id(), part_id: &p.id, compaction })
-            }
-            _ => None,
+    // The newest task wins (`tasks.pop()`), newest by id like everything above.
+    let task = messages
+        .iter()
+        .filter(|m| last_finished.is_none_or(|f| m.info.id() > &f.id))
+        .filter_map(|m| {
+            m.parts.iter().find_map(|p| match &p.kind {
+                PartKind::Compaction(compaction) => {
+                    Some(CompactionTask { parent_id: m.info.id(), part_id: &p.id, compaction })
+                }
+                _ => None,
+            })
         })
-    });
+        .max_by(|a, b| a.parent_id.cmp(b.parent_id));
     Ok((view, task.map_or(NextTask::Step, NextTask::Compact)))
 }
 

@@ -13,7 +13,7 @@ impl Processor {
             Phase::Grace => {
                 // Already cleaning up: an interrupt only shortens the grace.
                 self.aborted = true;
-                self.finish_cleanup(now);
+                self.end_grace(now);
                 Ok(())
             }
             _ => {
@@ -43,18 +43,9 @@ impl Processor {
         self.effects.push_back(Effect::SetIdle);
     }
 
-    /// SPEC 8 step 5.
+    /// SPEC 8 step 5, with the patch (5a) moved after the tools' grace (5d, 5e): a tool that
+    /// writes during the grace, or is killed halfway, still lands in the patch that revert uses.
     pub(super) fn cleanup(&mut self, now: u64) {
-        if let Some(hash) = self.snapshot.clone() {
-            self.phase = Phase::CleanupPatch;
-            self.effects.push_back(Effect::ComputePatch { hash });
-        } else {
-            self.cleanup_after_patch(now);
-        }
-    }
-
-    pub(super) fn cleanup_after_patch(&mut self, now: u64) {
-        self.snapshot = None;
         if let Some(index) = self.current_text.take() {
             if let PartKind::Text(part) = &mut self.parts[index].kind {
                 let start = part.time.map_or(now, |t| t.start);
@@ -64,7 +55,7 @@ impl Processor {
         }
         self.end_open_reasoning(now);
         if self.toolcalls.is_empty() {
-            self.finish_cleanup(now);
+            self.cleanup_patch(now);
         } else {
             self.phase = Phase::Grace;
             self.effects.push_back(Effect::AwaitToolCalls { call_ids: self.open_calls() });
@@ -73,11 +64,12 @@ impl Processor {
 
     pub(super) fn maybe_end_grace(&mut self, now: u64) {
         if self.toolcalls.is_empty() {
-            self.finish_cleanup(now);
+            self.cleanup_patch(now);
         }
     }
 
-    pub(super) fn finish_cleanup(&mut self, now: u64) {
+    /// The grace is over: calls still unsettled become aborted errors (SPEC 8 step 5e).
+    pub(super) fn end_grace(&mut self, now: u64) {
         let mut leftovers: Vec<usize> = self.toolcalls.drain().map(|(_, call)| call.index).collect();
         leftovers.sort_unstable();
         for index in leftovers {
@@ -87,6 +79,22 @@ impl Processor {
                 self.upsert(index);
             }
         }
+        self.cleanup_patch(now);
+    }
+
+    /// SPEC 8 step 5a: a patch part for what changed since the held snapshot, if any.
+    fn cleanup_patch(&mut self, now: u64) {
+        if let Some(hash) = self.snapshot.clone() {
+            self.phase = Phase::CleanupPatch;
+            self.effects.push_back(Effect::ComputePatch { hash });
+        } else {
+            self.finish_cleanup(now);
+        }
+    }
+
+    /// SPEC 8 step 5f and the outcome (step 6).
+    pub(super) fn finish_cleanup(&mut self, now: u64) {
+        self.snapshot = None;
         self.message.time.completed = Some(now);
         self.effects.push_back(Effect::UpsertMessage(Box::new(self.message.clone())));
         let outcome = if self.needs_compaction {

@@ -170,6 +170,8 @@ pub enum Waiting {
     Patch,
     /// A permission reply.
     Permission,
+    /// Results of the step's running tools, before the step's closing snapshot.
+    StepTools,
     /// Tool results during the cleanup grace.
     ToolCalls,
     /// Nothing more: processing is done.

@@ -15,6 +15,14 @@ pub(super) struct TrackedCall {
     pub(super) index: usize,
 }
 
+/// A step-finish event held until its closing snapshot is taken.
+#[derive(Debug)]
+pub(super) struct StepFinish {
+    pub(super) reason: FinishReason,
+    pub(super) usage: Option<Usage>,
+    pub(super) metadata: Option<ProviderMetadata>,
+}
+
 /// Where the processor is in its run, and what it waits for.
 #[derive(Debug)]
 pub(super) enum Phase {
@@ -23,11 +31,10 @@ pub(super) enum Phase {
     Cut,
     AwaitStartSnapshot,
     AwaitStepStartSnapshot,
-    AwaitFinishSnapshot {
-        reason: FinishReason,
-        usage: Option<Usage>,
-        metadata: Option<ProviderMetadata>,
-    },
+    /// The step finished on the wire while tools it called still run: its closing snapshot
+    /// waits for them, so the patch covers what they change (SPEC 4.1, 13).
+    AwaitStepTools(StepFinish),
+    AwaitFinishSnapshot(StepFinish),
     AwaitStepPatch,
     AwaitPermission {
         call_id: String,
@@ -126,9 +133,10 @@ impl Processor {
     pub fn waiting(&self) -> Waiting {
         match self.phase {
             Phase::Streaming | Phase::Cut => Waiting::Nothing,
-            Phase::AwaitStartSnapshot | Phase::AwaitStepStartSnapshot | Phase::AwaitFinishSnapshot { .. } => {
+            Phase::AwaitStartSnapshot | Phase::AwaitStepStartSnapshot | Phase::AwaitFinishSnapshot(_) => {
                 Waiting::Snapshot
             }
+            Phase::AwaitStepTools(_) => Waiting::StepTools,
             Phase::AwaitStepPatch | Phase::CleanupPatch => Waiting::Patch,
             Phase::AwaitPermission { .. } => Waiting::Permission,
             Phase::Grace => Waiting::ToolCalls,
@@ -166,15 +174,24 @@ impl Processor {
                 Ok(())
             }
             Input::ToolSettled(settlement) => self.tool_settled(settlement, now),
-            Input::EndOfStream => self.when_free(input_name(&Input::EndOfStream), |p| p.cleanup(now)),
-            Input::Interrupt => self.interrupt(now),
-            Input::Halt(error) => self.when_free("halt", |p| {
-                p.halt(error);
-                p.cleanup(now);
-            }),
+            Input::EndOfStream => {
+                self.settle_held_step(now);
+                self.when_free(input_name(&Input::EndOfStream), |p| p.cleanup(now))
+            }
+            Input::Interrupt => {
+                self.settle_held_step(now);
+                self.interrupt(now)
+            }
+            Input::Halt(error) => {
+                self.settle_held_step(now);
+                self.when_free("halt", |p| {
+                    p.halt(error);
+                    p.cleanup(now);
+                })
+            }
             Input::GraceElapsed => match self.phase {
                 Phase::Grace => {
-                    self.finish_cleanup(now);
+                    self.end_grace(now);
                     Ok(())
                 }
                 _ => Err(self.unexpected(&Input::GraceElapsed)),

@@ -1,10 +1,9 @@
 //! Step start and step-finish settlement (SPEC 4): snapshots, usage and cost, the patch part,
 //! and the overflow cut.
 
-use super::protocol::{Effect, Input, ProcessorError};
-use super::state::{Phase, Processor};
-use crate::event::{FinishReason, ProviderMetadata, Usage};
-use crate::message::{PartKind, PatchPart, StepFinishPart, StepStartPart};
+use super::protocol::{Effect, Input, ProcessorError, SnapshotPurpose};
+use super::state::{Phase, Processor, StepFinish};
+use crate::message::{PartKind, PatchPart, StepFinishPart, StepStartPart, ToolStatus};
 use crate::overflow::{self, OUTPUT_TOKEN_MAX};
 use crate::usage;
 
@@ -18,9 +17,7 @@ impl Processor {
                 self.snapshot.clone_from(&hash);
                 self.push_step_start(hash, now);
             }
-            Phase::AwaitFinishSnapshot { reason, usage, metadata } => {
-                self.settle_step(reason, usage, metadata, hash, now);
-            }
+            Phase::AwaitFinishSnapshot(finish) => self.settle_step(finish, hash, now),
             other => {
                 self.phase = other;
                 return Err(self.unexpected(&Input::Snapshot(hash)));
@@ -37,7 +34,7 @@ impl Processor {
             }
             Phase::CleanupPatch => {
                 self.write_patch(files, now);
-                self.cleanup_after_patch(now);
+                self.finish_cleanup(now);
             }
             other => {
                 self.phase = other;
@@ -52,15 +49,63 @@ impl Processor {
         self.upsert(index);
     }
 
+    /// A step-finish event: the closing snapshot is taken once the step's own tools settled
+    /// (a tool still writing would otherwise land in no patch).
+    pub(super) fn step_finished(&mut self, finish: StepFinish) {
+        if self.runs_local_tools() {
+            self.phase = Phase::AwaitStepTools(finish);
+        } else {
+            self.phase = Phase::AwaitFinishSnapshot(finish);
+            self.effects.push_back(Effect::TakeSnapshot(SnapshotPurpose::StepFinish));
+        }
+    }
+
+    /// After a tool settled: a step-finish held for the step's tools goes on once none runs.
+    pub(super) fn resume_held_step(&mut self) {
+        if matches!(self.phase, Phase::AwaitStepTools(_))
+            && !self.runs_local_tools()
+            && let Phase::AwaitStepTools(finish) = std::mem::replace(&mut self.phase, Phase::Streaming)
+        {
+            self.step_finished(finish);
+        }
+    }
+
+    /// The end of the stream, a halt or an interrupt while a step-finish waits for tools: the
+    /// step is settled at once without a closing snapshot (the held start snapshot stays for
+    /// cleanup's patch), so its usage and cost are never lost.
+    pub(super) fn settle_held_step(&mut self, now: u64) {
+        if matches!(self.phase, Phase::AwaitStepTools(_))
+            && let Phase::AwaitStepTools(finish) = std::mem::replace(&mut self.phase, Phase::Streaming)
+        {
+            self.record_step_finish(finish, None, now);
+            self.effects.push_back(Effect::StepSettled);
+            self.needs_compaction |= self.overflowed();
+        }
+    }
+
+    /// True while a call the driver runs (not one the provider executes) is running.
+    fn runs_local_tools(&self) -> bool {
+        self.toolcalls.values().any(|call| {
+            matches!(&self.parts[call.index].kind, PartKind::Tool(tool)
+                if !tool.provider_executed() && tool.state.status() == ToolStatus::Running)
+        })
+    }
+
     /// SPEC 4, from step 2 on (step 1, the end snapshot, is `completed`).
-    pub(super) fn settle_step(
-        &mut self,
-        reason: FinishReason,
-        usage: Option<Usage>,
-        metadata: Option<ProviderMetadata>,
-        completed: Option<String>,
-        now: u64,
-    ) {
+    pub(super) fn settle_step(&mut self, finish: StepFinish, completed: Option<String>, now: u64) {
+        self.record_step_finish(finish, completed, now);
+        if let Some(hash) = self.snapshot.clone() {
+            self.phase = Phase::AwaitStepPatch;
+            self.effects.push_back(Effect::ComputePatch { hash });
+        } else {
+            self.after_patch();
+        }
+    }
+
+    /// SPEC 4 steps 2 to 5: reasoning closed, usage and cost, the step-finish part and the
+    /// message totals.
+    fn record_step_finish(&mut self, finish: StepFinish, completed: Option<String>, now: u64) {
+        let StepFinish { reason, usage, metadata } = finish;
         self.end_open_reasoning(now);
         let step = usage::get_usage(&self.config.cost, &usage.unwrap_or_default(), metadata.as_ref());
         self.message.finish = Some(reason);
@@ -77,31 +122,29 @@ impl Processor {
         );
         self.upsert(index);
         self.effects.push_back(Effect::UpsertMessage(Box::new(self.message.clone())));
-        if let Some(hash) = self.snapshot.clone() {
-            self.phase = Phase::AwaitStepPatch;
-            self.effects.push_back(Effect::ComputePatch { hash });
-        } else {
-            self.after_patch();
-        }
     }
 
     /// SPEC 4 steps 8 and 9.
     pub(super) fn after_patch(&mut self) {
         self.snapshot = None;
         self.effects.push_back(Effect::StepSettled);
-        let overflow = !self.message.is_summary()
-            && overflow::is_overflow(
-                &self.config.compaction,
-                &self.message.tokens,
-                &self.config.limit,
-                OUTPUT_TOKEN_MAX,
-            );
-        if overflow {
+        if self.overflowed() {
             self.needs_compaction = true;
             self.phase = Phase::Cut;
         } else {
             self.phase = Phase::Streaming;
         }
+    }
+
+    /// SPEC 4 step 9: the step's tokens reached the usable context (summaries never count).
+    fn overflowed(&self) -> bool {
+        !self.message.is_summary()
+            && overflow::is_overflow(
+                &self.config.compaction,
+                &self.message.tokens,
+                &self.config.limit,
+                OUTPUT_TOKEN_MAX,
+            )
     }
 
     pub(super) fn write_patch(&mut self, files: Vec<String>, now: u64) {

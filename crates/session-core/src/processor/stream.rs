@@ -1,8 +1,8 @@
 //! Stream events (SPEC 1.2): text and reasoning grow their parts, tool events go to the
 //! tool-call handlers, step events to the step handlers.
 
-use super::protocol::{Effect, ProcessorError, SnapshotPurpose, Waiting};
-use super::state::{Phase, Processor};
+use super::protocol::{Effect, ProcessorError, SnapshotPurpose};
+use super::state::{Phase, Processor, StepFinish};
 use crate::event::LlmEvent;
 use crate::message::{MessageError, PartKind, PartTime, ReasoningPart, TextPart};
 
@@ -33,19 +33,21 @@ impl Processor {
                     _ => Ok(()),
                 };
             }
-            // Results of tools the driver runs may arrive while a permission ask is open.
-            Phase::AwaitPermission { .. } => {
-                return match event {
+            // Results of tools the driver runs may arrive while a permission ask is open or the
+            // step waits for its tools.
+            Phase::AwaitPermission { .. } | Phase::AwaitStepTools(_) => {
+                let waiting = self.waiting();
+                match event {
                     LlmEvent::ToolResult { id, name, result, .. } => {
                         self.complete_tool_call(&id, &name, result, now);
-                        Ok(())
                     }
                     LlmEvent::ToolError { id, message, error, .. } => {
                         self.fail_tool_call(&id, message, error.as_ref(), now);
-                        Ok(())
                     }
-                    _ => Err(ProcessorError::Unexpected { waiting: Waiting::Permission, input: "event" }),
-                };
+                    _ => return Err(ProcessorError::Unexpected { waiting, input: "event" }),
+                }
+                self.resume_held_step();
+                return Ok(());
             }
             _ => return Err(ProcessorError::Unexpected { waiting: self.waiting(), input: "event" }),
         }
@@ -152,8 +154,7 @@ impl Processor {
                 }
             }
             LlmEvent::StepFinish { reason, usage, provider_metadata, .. } => {
-                self.phase = Phase::AwaitFinishSnapshot { reason, usage, metadata: provider_metadata };
-                self.effects.push_back(Effect::TakeSnapshot(SnapshotPurpose::StepFinish));
+                self.step_finished(StepFinish { reason, usage, metadata: provider_metadata });
             }
             LlmEvent::Finish { .. } => {}
         }

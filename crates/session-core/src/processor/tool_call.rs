@@ -132,11 +132,11 @@ impl Processor {
         settlement: ToolSettlement,
         now: u64,
     ) -> Result<(), ProcessorError> {
+        // A tool that ran is recorded as it ended whatever came first: the overflow cut stops
+        // reading the stream, not the tools the processor started.
         let grace = match self.phase {
-            Phase::Streaming | Phase::AwaitPermission { .. } => false,
+            Phase::Streaming | Phase::Cut | Phase::AwaitPermission { .. } | Phase::AwaitStepTools(_) => false,
             Phase::Grace => true,
-            // After the overflow cut the rest of the stream is not processed.
-            Phase::Cut => return Ok(()),
             _ => return Err(self.unexpected(&Input::ToolSettled(settlement))),
         };
         match settlement {
@@ -147,6 +147,8 @@ impl Processor {
         }
         if grace {
             self.maybe_end_grace(now);
+        } else {
+            self.resume_held_step();
         }
         Ok(())
     }

@@ -58,6 +58,8 @@ fn priced_config() -> ProcessorConfig {
 /// One step of a script: an event, or a driver action.
 enum Step {
     Event(LlmEvent),
+    /// A tool the driver runs settles now, whatever the processor is reading.
+    Settle(String, String),
     Interrupt,
     End,
 }
@@ -153,6 +155,15 @@ fn drive(config: ProcessorConfig, summary: bool, script: Vec<Step>, answers: Ans
             match steps.next() {
                 Some(Step::Event(event)) if processor.wants_events() => Input::Event(event),
                 Some(Step::Event(_)) => continue,
+                Some(Step::Settle(call_id, output)) => Input::ToolSettled(ToolSettlement::Completed {
+                    call_id,
+                    output: session_core::ToolOutput {
+                        title: "ran".into(),
+                        output,
+                        metadata: session_core::JsonObject::new(),
+                        attachments: None,
+                    },
+                }),
                 Some(Step::Interrupt) => Input::Interrupt,
                 Some(Step::End) | None => Input::EndOfStream,
             }
@@ -421,6 +432,71 @@ fn snapshot_overflow_cut() {
         Answers::default(),
     );
     insta::assert_json_snapshot!("overflow_cut", out);
+}
+
+/// A step whose tool is still running when the step-finish arrives, then `after`.
+fn slow_tool_step(finish_usage: Value, after: Vec<Step>) -> Vec<Step> {
+    let mut steps = script(vec![
+        vec![ev(json!({"type": "step-start", "index": 0}))],
+        tool_call("call_1", "bash", json!({"command": "sleep 1; echo late > late.txt"})),
+        finish("tool-calls", finish_usage),
+    ]);
+    steps.extend(after);
+    steps
+}
+
+/// The effects logged between the step-finish part and the closing snapshot, in order.
+fn effects(out: &Value) -> Vec<String> {
+    out["effects"].as_array().into_iter().flatten().filter_map(|e| e.as_str().map(str::to_owned)).collect()
+}
+
+#[test]
+fn spec_4_1_the_closing_snapshot_waits_for_the_steps_running_tools() {
+    let out = drive(
+        priced_config(),
+        false,
+        slow_tool_step(usage(2000, 80), vec![Step::Settle("call_1".into(), "done".into())]),
+        Answers::default(),
+    );
+    let log = effects(&out);
+    let completed = log.iter().position(|e| e == "upsert tool completed").expect("the tool completed");
+    let closing = log.iter().position(|e| e == "snapshot StepFinish").expect("a closing snapshot");
+    assert!(completed < closing, "the tool settles before the closing snapshot: {log:?}");
+    assert_eq!(out["outcome"], json!("continue"));
+    insta::assert_json_snapshot!("closing_snapshot_after_tools", out);
+}
+
+#[test]
+fn spec_8_a_tool_settling_after_an_overflowing_step_finish_is_completed() {
+    let mut config = priced_config();
+    config.limit = ModelLimit { context: 10_000, input: None, output: 2_000 };
+    let out = drive(
+        config,
+        false,
+        slow_tool_step(usage(9_000, 100), vec![Step::Settle("call_1".into(), "done late".into())]),
+        Answers::default(),
+    );
+    assert_eq!(out["outcome"], json!("compact"));
+    let tool = out["parts"].as_array().into_iter().flatten().find(|p| p["type"] == "tool").cloned();
+    let state = tool.map(|t| t["state"].clone()).unwrap_or_default();
+    assert_eq!((state["status"].as_str(), state["output"].as_str()), (Some("completed"), Some("done late")));
+}
+
+#[test]
+fn spec_8_an_interrupt_while_the_step_waits_for_tools_keeps_its_usage() {
+    let out = drive(
+        priced_config(),
+        false,
+        slow_tool_step(usage(2000, 80), vec![Step::Interrupt]),
+        Answers::default(),
+    );
+    assert_eq!(out["message"]["tokens"]["input"], json!(2000), "the step's usage is recorded");
+    assert_eq!(out["message"]["finish"], json!("tool-calls"));
+    assert_eq!(out["message"]["error"]["name"], json!("MessageAbortedError"));
+    let log = effects(&out);
+    let aborted = log.iter().position(|e| e == "upsert tool error").expect("the unsettled tool is aborted");
+    let patch = log.iter().position(|e| e.starts_with("patch against")).expect("cleanup's patch");
+    assert!(aborted < patch, "cleanup's patch comes after the grace: {log:?}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 mod config;
 mod engine;
 mod fuzz_config;
+mod long;
 mod loopback;
 mod process;
 mod revert;

@@ -285,3 +285,31 @@ pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A provider that records each request and passes it on.
+pub struct Recording {
+    inner: Arc<dyn Provider>,
+    requests: Mutex<Vec<session_llm::LlmRequest>>,
+}
+
+impl Recording {
+    pub fn new(inner: Arc<dyn Provider>) -> Arc<Self> {
+        Arc::new(Self { inner, requests: Mutex::default() })
+    }
+
+    /// The requests so far, oldest first.
+    pub fn requests(&self) -> Vec<session_llm::LlmRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Provider for Recording {
+    fn api(&self) -> Api {
+        self.inner.api()
+    }
+
+    fn stream(&self, request: session_llm::LlmRequest) -> session_llm::LlmStream {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.stream(request)
+    }
+}
