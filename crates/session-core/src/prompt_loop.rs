@@ -6,10 +6,12 @@
 //! step back through [`after_step`]; every branch of SPEC 12 is decided here, and the runtime
 //! only does the IO around it.
 
+use std::borrow::Cow;
+
 use crate::{
     AssistantMessage, CompactionPart, FinishReason, Message, MessageId, MessageWithParts, PartId, PartKind,
-    UserMessage, config::CompactionConfig, history::AssistantContent, history::ModelMessage,
-    history::UserContent, overflow::ModelLimit, overflow::is_overflow, processor::Outcome,
+    TextPart, UserMessage, config::CompactionConfig, history::AssistantContent, history::ModelMessage,
+    overflow::ModelLimit, overflow::is_overflow, processor::Outcome,
 };
 
 /// What the loop knows after reading the history (SPEC 12 step 1).
@@ -189,6 +191,16 @@ pub fn structured_settlement(captured: bool, message: &AssistantMessage) -> Stru
     if finished_without { StructuredSettlement::Missing } else { StructuredSettlement::Pending }
 }
 
+/// True for a user text part the reminder wrap applies to: not synthetic, not ignored, not blank.
+fn is_remindable(part: &TextPart) -> bool {
+    part.synthetic != Some(true) && part.ignored != Some(true) && !part.text.trim().is_empty()
+}
+
+/// True for a user message sent after the last finished answer (newer by id, SPEC 12 step 8).
+fn is_newer_user(message: &MessageWithParts, finished: &AssistantMessage) -> bool {
+    matches!(message.info, Message::User(_)) && message.info.id() > &finished.id
+}
+
 /// The user texts sent after the last finished answer: from the second step on they are
 /// wrapped in a reminder (SPEC 12 step 8). Synthetic, ignored and blank texts are not.
 pub fn reminder_texts<'a>(
@@ -198,14 +210,10 @@ pub fn reminder_texts<'a>(
     let Some(finished) = last_finished else { return Vec::new() };
     messages
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)) && m.info.id() > &finished.id)
+        .filter(|m| is_newer_user(m, finished))
         .flat_map(|m| m.parts.iter())
         .filter_map(|p| match &p.kind {
-            PartKind::Text(t)
-                if t.synthetic != Some(true) && t.ignored != Some(true) && !t.text.trim().is_empty() =>
-            {
-                Some(t.text.as_str())
-            }
+            PartKind::Text(t) if is_remindable(t) => Some(t.text.as_str()),
             _ => None,
         })
         .collect()
@@ -218,27 +226,32 @@ pub fn reminder(text: &str) -> String {
     )
 }
 
-/// Wraps the [`reminder_texts`] in `model_messages` (SPEC 12 step 8).
-pub fn wrap_reminders(
-    model_messages: &mut [ModelMessage],
-    messages: &[MessageWithParts],
+/// The history with the [`reminder_texts`] wrapped (SPEC 12 step 8), matched by message id:
+/// an older message with the same text stays as it was. Borrowed unchanged when nothing is
+/// wrapped, which is every step without a joined prompt.
+pub fn with_reminders<'a>(
+    messages: &'a [MessageWithParts],
     last_finished: Option<&AssistantMessage>,
-) {
-    let newer = reminder_texts(messages, last_finished);
-    if newer.is_empty() {
-        return;
+) -> Cow<'a, [MessageWithParts]> {
+    let Some(finished) = last_finished else { return Cow::Borrowed(messages) };
+    let wraps = |m: &MessageWithParts| {
+        is_newer_user(m, finished)
+            && m.parts.iter().any(|p| matches!(&p.kind, PartKind::Text(t) if is_remindable(t)))
+    };
+    if !messages.iter().any(wraps) {
+        return Cow::Borrowed(messages);
     }
-    for message in model_messages.iter_mut() {
-        if let ModelMessage::User { content } = message {
-            for item in content.iter_mut() {
-                if let UserContent::Text { text } = item
-                    && newer.contains(&text.as_str())
-                {
-                    *text = reminder(text);
-                }
+    let mut wrapped = messages.to_vec();
+    for message in wrapped.iter_mut().filter(|m| is_newer_user(m, finished)) {
+        for part in &mut message.parts {
+            if let PartKind::Text(text) = &mut part.kind
+                && is_remindable(text)
+            {
+                text.text = reminder(&text.text);
             }
         }
     }
+    Cow::Owned(wrapped)
 }
 
 /// Appends the max-steps text as a final assistant message (SPEC 12 step 7).
@@ -594,25 +607,51 @@ mod tests {
         assert_eq!(reminder_texts(&messages, Some(&finished)), vec!["late"]);
         assert!(reminder_texts(&messages, None).is_empty(), "no finished answer, nothing to remind");
 
-        let mut model_messages = vec![
-            ModelMessage::User { content: vec![UserContent::Text { text: "first".to_owned() }] },
-            ModelMessage::User { content: vec![UserContent::Text { text: "late".to_owned() }] },
-        ];
-        wrap_reminders(&mut model_messages, &messages, Some(&finished));
-        let texts: Vec<String> = model_messages
+        let wrapped = with_reminders(&messages, Some(&finished));
+        let texts: Vec<Vec<String>> = wrapped
             .iter()
-            .filter_map(|m| match m {
-                ModelMessage::User { content } => content.first().and_then(|c| match c {
-                    UserContent::Text { text } => Some(text.clone()),
-                    _ => None,
-                }),
-                _ => None,
+            .map(|m| {
+                m.parts
+                    .iter()
+                    .filter_map(|p| match &p.kind {
+                        PartKind::Text(t) => Some(t.text.clone()),
+                        _ => None,
+                    })
+                    .collect()
             })
             .collect();
-        assert_eq!(texts, vec!["first".to_owned(), reminder("late")]);
+        assert_eq!(
+            texts,
+            vec![
+                vec!["first".to_owned()],
+                vec![],
+                vec![reminder("late"), "  ".to_owned(), "synthetic".to_owned()]
+            ]
+        );
+        assert!(
+            matches!(with_reminders(&messages, None), Cow::Borrowed(_)),
+            "nothing to wrap, nothing copied"
+        );
         assert!(
             reminder("late").starts_with("<system-reminder>\nThe user sent the following message:\nlate\n")
         );
+    }
+
+    #[test]
+    fn spec_12_8_the_reminder_wraps_the_newer_message_by_id_not_an_older_one_with_its_text() {
+        let finished = assistant_info(2, Some(FinishReason::ToolCalls));
+        let messages = vec![
+            user(1, &["run the tests"]),
+            MessageWithParts { info: Message::Assistant(finished.clone()), parts: vec![] },
+            user(3, &["run the tests"]),
+        ];
+        let wrapped = with_reminders(&messages, Some(&finished));
+        let first = |m: &MessageWithParts| match m.parts.first().map(|p| &p.kind) {
+            Some(PartKind::Text(t)) => t.text.clone(),
+            _ => String::new(),
+        };
+        assert_eq!(first(&wrapped[0]), "run the tests", "the older message with the same text is left alone");
+        assert_eq!(first(&wrapped[2]), reminder("run the tests"));
     }
 
     #[test]

@@ -83,11 +83,15 @@ impl ToolRegistry {
     }
 
     /// The definitions to send with a model request, leaving out the tools in `disabled`
-    /// (see `session_core::permission::disabled_tools`).
+    /// (see `session_core::permission::disabled_tools`) and the `invalid` tool, which only
+    /// answers repaired calls (SPEC 1.1).
     pub fn definitions(&self, disabled: &std::collections::BTreeSet<String>) -> Vec<ToolDefinition> {
         self.entries
             .iter()
-            .filter(|entry| !disabled.contains(entry.tool.name()))
+            .filter(|entry| {
+                let name = entry.tool.name();
+                name != session_core::processor::INVALID_TOOL && !disabled.contains(name)
+            })
             .map(|entry| ToolDefinition {
                 name: entry.tool.name().to_owned(),
                 description: entry.tool.description().to_owned(),
@@ -100,7 +104,9 @@ impl ToolRegistry {
     /// and means the tool must not run.
     pub fn validate(&self, name: &str, args: &JsonObject) -> Result<Arc<dyn Tool>, ToolError> {
         let Some(entry) = self.entry(name) else {
-            return Err(ToolError::UnknownTool { name: name.to_owned(), available: self.names().join(", ") });
+            let offered: Vec<&str> =
+                self.names().into_iter().filter(|n| *n != session_core::processor::INVALID_TOOL).collect();
+            return Err(ToolError::UnknownTool { name: name.to_owned(), available: offered.join(", ") });
         };
         let problems = schema_problems(&entry.validator, &Value::Object(args.clone()));
         if problems.is_empty() {

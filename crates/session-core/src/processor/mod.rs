@@ -13,10 +13,11 @@
 //!
 //! Layout: `protocol` (effects, inputs, outcome), `state` (the [`Processor`] and its shared
 //! plumbing), and one module per family of handlers: `stream` (SPEC 1.2 events), `tool_call`
-//! (the tool-call lifecycle), `step` (SPEC 4) and `halt` (SPEC 8).
+//! (the tool-call lifecycle), `step` (SPEC 4), `halt` (SPEC 8) and `repair` (SPEC 1.1 tool-call repair).
 
 mod halt;
 mod protocol;
+mod repair;
 mod state;
 mod step;
 mod stream;
@@ -25,6 +26,7 @@ mod tool_call;
 pub use protocol::{
     Effect, Input, Outcome, ProcessorConfig, ProcessorError, SnapshotPurpose, ToolSettlement, Waiting,
 };
+pub use repair::{INVALID_TOOL, RepairedCall, repair_tool_call, unavailable_tool_error};
 pub use state::Processor;
 pub use stream::summary_tool_call_error;
 pub use tool_call::derive_output;

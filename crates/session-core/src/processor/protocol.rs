@@ -21,6 +21,9 @@ pub struct ProcessorConfig {
     pub compaction: CompactionConfig,
     /// `experimental.continue_loop_on_deny`: a rejected tool does not stop the loop.
     pub continue_loop_on_deny: bool,
+    /// The tools offered with the request, for tool-call repair (SPEC 1.1); `None` runs every
+    /// call as named.
+    pub offered_tools: Option<Vec<String>>,
 }
 
 /// The result of one `process` call (SPEC 8 step 6).

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::protocol::{Effect, Input, ProcessorError, ToolSettlement};
+use super::repair::{INVALID_TOOL, RepairedCall, repair_tool_call};
 use super::state::{Phase, Processor, TrackedCall};
 use crate::event::{ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue};
 use crate::js_json::JsonObject;
@@ -24,7 +25,20 @@ impl Processor {
         now: u64,
     ) {
         let index = self.ensure_tool_call(&id, &name, provider_executed, now);
-        let input = normalize_tool_input(input);
+        let mut input = normalize_tool_input(input);
+        let mut name = name;
+        if let Some(offered) = &self.config.offered_tools
+            && !provider_executed
+        {
+            match repair_tool_call(&name, offered) {
+                RepairedCall::AsCalled => {}
+                RepairedCall::Renamed(tool) => name = tool,
+                RepairedCall::Invalid(repaired) => {
+                    name = INVALID_TOOL.to_owned();
+                    input = repaired;
+                }
+            }
+        }
         let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
         let executed_by_provider = provider_executed || tool.provider_executed();
         tool.tool.clone_from(&name);

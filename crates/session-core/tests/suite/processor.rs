@@ -52,6 +52,7 @@ fn priced_config() -> ProcessorConfig {
         limit: ModelLimit { context: 200_000, input: None, output: 32_000 },
         compaction: CompactionConfig::default(),
         continue_loop_on_deny: false,
+        offered_tools: None,
     }
 }
 

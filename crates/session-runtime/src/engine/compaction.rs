@@ -82,7 +82,7 @@ impl Runtime {
             options: RequestOptions::default(),
             cancel: cancel.child_token(),
         };
-        let processor = self.processor_for(summary.clone(), &catalog);
+        let processor = self.processor_for(summary.clone(), &catalog, &request.tools);
         let agent =
             self.agents.get(&last_user.agent).or_else(|| self.agents.get("build")).ok_or_else(|| {
                 RuntimeError::AgentNotFound { name: last_user.agent.clone(), available: String::new() }

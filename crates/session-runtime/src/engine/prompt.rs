@@ -3,7 +3,7 @@
 
 use session_core::prompt_loop::{
     AfterStep, CompactionGuard, LoopView, NextTask, StructuredSettlement, after_step, is_last_step,
-    needs_overflow_compaction, next_task, push_max_steps, structured_settlement, wrap_reminders,
+    needs_overflow_compaction, next_task, push_max_steps, structured_settlement, with_reminders,
 };
 use session_core::{
     AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, OutputFormat, SessionId,
@@ -280,10 +280,9 @@ impl Runtime {
         self.bus.publish(BusEvent::assistant(&assistant));
 
         let target = ModelTarget::new(&model.provider_id, &model.model_id, &catalog.id, &entry.npm);
-        let mut model_messages = to_model_messages(messages, &target, &ToModelOptions::default());
-        if step > 1 {
-            wrap_reminders(&mut model_messages, messages, last_finished);
-        }
+        // From the second step on, prompts joined since the last answer are wrapped (step 8).
+        let reminded = if step > 1 { with_reminders(messages, last_finished) } else { messages.into() };
+        let mut model_messages = to_model_messages(&reminded, &target, &ToModelOptions::default());
         if is_last_step(agent.steps, step) {
             push_max_steps(&mut model_messages, MAX_STEPS_TEXT);
         }
@@ -311,7 +310,7 @@ impl Runtime {
             options,
             cancel: cancel.child_token(),
         };
-        let processor = self.processor_for(assistant.clone(), &catalog);
+        let processor = self.processor_for(assistant.clone(), &catalog, &request.tools);
         let context = StepContext {
             session_id,
             message_id: assistant.id.clone(),

@@ -10,7 +10,7 @@ use session_core::{
     Part, PartKind, SessionId, TextPart, TokenUsage, UserMessage, config::CompactionConfig,
     processor::Processor, processor::ProcessorConfig, retry::RetryConfig,
 };
-use session_llm::{CatalogModel, Provider};
+use session_llm::{CatalogModel, Provider, ToolSpec};
 use session_store::{NewSession, Session, Store};
 use session_tools::ToolExecutor;
 
@@ -218,7 +218,13 @@ impl Runtime {
     }
 
     /// A processor for one step writing `message`, priced and limited by `catalog`.
-    pub(super) fn processor_for(&self, message: AssistantMessage, catalog: &CatalogModel) -> Processor {
+    /// A processor for `message`; calls are repaired against `offered` (the request's tools).
+    pub(super) fn processor_for(
+        &self,
+        message: AssistantMessage,
+        catalog: &CatalogModel,
+        offered: &[ToolSpec],
+    ) -> Processor {
         Processor::new(
             message,
             ProcessorConfig {
@@ -226,6 +232,7 @@ impl Runtime {
                 limit: catalog.limit,
                 compaction: self.settings.compaction.clone(),
                 continue_loop_on_deny: self.settings.continue_loop_on_deny,
+                offered_tools: Some(offered.iter().map(|tool| tool.name.clone()).collect()),
             },
             Box::new(random_entropy(self.clock.now_ms())),
         )

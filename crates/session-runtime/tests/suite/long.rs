@@ -145,3 +145,47 @@ async fn spec_13_the_step_patch_covers_a_file_a_slow_tool_writes() {
     rig.runtime.revert(&session.id, &assistant_id, None).await.unwrap();
     assert!(!rig.work.join("late.txt").exists(), "revert removed the slow tool's file");
 }
+
+#[tokio::test]
+async fn spec_1_1_tool_calls_are_repaired_by_case_and_unknown_ones_run_as_invalid() {
+    let script = r#"{"turns": [
+        {"text": "Calling tools.", "calls": [
+            {"name": "READ", "arguments": {"filePath": "notes.txt"}},
+            {"name": "deploy", "arguments": {"env": "prod"}},
+            {"name": "read", "arguments": {"offset": 3}}]},
+        {"text": "Done."}
+    ]}"#;
+    let provider = Recording::new(scripted(script));
+    let rig = rig(Setup::new(provider.clone())).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    rig.runtime.prompt(&session.id, say("use tools")).await.unwrap();
+    let messages = history(&rig.store, &session.id).await;
+    let tools: Vec<&session_core::ToolPart> = messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match &p.kind {
+            PartKind::Tool(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<(&str, ToolStatus)> = tools.iter().map(|t| (t.tool.as_str(), t.state.status())).collect();
+    assert_eq!(
+        names,
+        [("read", ToolStatus::Completed), ("invalid", ToolStatus::Completed), ("read", ToolStatus::Error)]
+    );
+    let session_core::ToolState::Completed { input, output, .. } = &tools[1].state else { unreachable!() };
+    assert_eq!(input.get("tool"), Some(&serde_json::json!("deploy")));
+    let error = input.get("error").and_then(|e| e.as_str()).unwrap_or_default();
+    assert!(
+        error.starts_with("Model tried to call unavailable tool 'deploy'. Available tools: read,"),
+        "{error}"
+    );
+    assert!(output.starts_with("The arguments provided to the tool are invalid: Model tried"), "{output}");
+    let session_core::ToolState::Error { error, .. } = &tools[2].state else { unreachable!() };
+    assert!(error.contains("invalid arguments"), "schema failures stay on the named tool: {error}");
+
+    let requests = provider.requests();
+    assert!(requests.iter().all(|r| r.tools.iter().all(|t| t.name != "invalid")), "invalid is never offered");
+    let second = serde_json::to_string(&requests[1].messages).unwrap();
+    assert!(second.contains(r#""toolName":"invalid""#) || second.contains(r#""name":"invalid""#), "{second}");
+}

@@ -4,6 +4,7 @@ mod bash;
 mod edit;
 mod glob;
 mod grep;
+mod invalid;
 mod list;
 mod read;
 mod search;
@@ -23,13 +24,15 @@ pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, KILL_GRACE, MAX_OUTPUT_CHARS, MAX_T
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
+pub use invalid::InvalidTool;
 pub use list::ListTool;
 pub use read::{MAX_LINE_LENGTH, MAX_READ_BYTES, ReadTool};
 pub use search::RESULT_LIMIT;
 pub use todo::{TodoReadTool, TodoWriteTool};
 pub use write::WriteTool;
 
-/// Every built-in tool: read, write, edit, list, glob, grep, bash, todowrite, todoread.
+/// Every built-in tool: read, write, edit, list, glob, grep, bash, todowrite, todoread, and
+/// `invalid`, which answers calls of unknown tools and is never offered.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadTool),
@@ -41,6 +44,7 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(BashTool::new()),
         Arc::new(TodoWriteTool),
         Arc::new(TodoReadTool),
+        Arc::new(InvalidTool),
     ]
 }
 
