@@ -193,6 +193,9 @@ impl Outbox {
                 self.send_notice(notice);
                 return;
             }
+            // Todo lists live in the process that runs the session's tools; the others read
+            // them from no shared store, so there is nothing to tell them.
+            BusEvent::TodoUpdated { .. } => return,
             BusEvent::PermissionReplied { session_id, permission_id, response } => (
                 session_id,
                 NoticeBody::PermissionReplied { permission: permission_id.clone(), response: *response },

@@ -235,14 +235,15 @@ impl ToolState {
         }
     }
 
-    /// A tool error: only a running call fails.
+    /// A tool error: only a running call fails, to exactly `{input, error, time}` (SPEC 1.2
+    /// `failToolCall`): the running title and metadata are not carried over.
     pub fn fail(&mut self, error: String, now: u64) -> Result<(), TransitionError> {
         match self {
-            Self::Running { input, time, metadata, .. } => {
+            Self::Running { input, time, .. } => {
                 *self = Self::Error {
                     input: std::mem::take(input),
                     error,
-                    metadata: metadata.take(),
+                    metadata: None,
                     time: ErrorTime { start: time.start, end: now },
                     raw: None,
                     title: None,
@@ -366,6 +367,20 @@ mod tests {
         assert!(state.start(JsonObject::new(), 30).is_err());
         assert!(state.abort(30).is_err());
         assert!(state.mark_compacted(40).is_ok());
+    }
+
+    #[test]
+    fn spec_1_2_a_failed_call_keeps_exactly_input_error_and_time() {
+        let mut state = running();
+        let mut progress = JsonObject::new();
+        progress.insert("output".to_owned(), json!("partial"));
+        assert!(state.update_progress(Some("Running".into()), Some(progress), 15).is_ok());
+        assert!(state.fail("boom".into(), 30).is_ok());
+        let json = serde_json::to_value(&state).unwrap_or_default();
+        assert_eq!(
+            json,
+            json!({"status": "error", "input": {"a": 1}, "error": "boom", "time": {"start": 15, "end": 30}})
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ impl RuntimeSettings {
             default_model,
             worktree: worktree.into(),
             instructions: None,
+            compaction_model: None,
         }
     }
 }

@@ -139,6 +139,8 @@ pub async fn assemble(
     settings.compaction = config.compaction.clone();
     settings.continue_loop_on_deny = config.continue_loop_on_deny();
     settings.instructions = std::fs::read_to_string(setup.cwd.join("AGENTS.md")).ok();
+    settings.compaction_model =
+        config.agent.get("compaction").and_then(|agent| agent.model.as_deref()).and_then(parse_model_ref);
     let runtime = Runtime::builder(store.clone(), tools, settings)
         .models(Arc::new(models))
         .snapshots(snapshots)

@@ -6,6 +6,7 @@ use session_core::{
     permission::PermissionAsk, permission::Reply, permission::Resolution,
 };
 use session_store::Session;
+use session_tools::Todo;
 use tokio::sync::broadcast;
 
 use super::status::SessionStatus;
@@ -110,6 +111,15 @@ pub enum BusEvent {
         /// The appended text.
         delta: String,
     },
+    /// The todo tool wrote the session's todo list.
+    #[serde(rename = "todo.updated")]
+    TodoUpdated {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The whole list as written.
+        todos: Vec<Todo>,
+    },
     /// A permission ask is waiting for an answer.
     #[serde(rename = "permission.asked")]
     PermissionAsked(Box<PermissionAsk>),
@@ -142,6 +152,7 @@ impl BusEvent {
             Self::PartRemoved { .. } => "message.part.removed",
             Self::PartUpdated { .. } => "message.part.updated",
             Self::PartDelta { .. } => "message.part.delta",
+            Self::TodoUpdated { .. } => "todo.updated",
             Self::PermissionAsked(_) => "permission.asked",
             Self::PermissionReplied { .. } => "permission.replied",
         }

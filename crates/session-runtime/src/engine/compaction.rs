@@ -48,7 +48,8 @@ impl Runtime {
         let overflow = compaction.overflow == Some(true);
         let history = compaction_history(messages, parent_id, overflow)
             .map_err(|e| RuntimeError::Compaction(e.to_string()))?;
-        let model = last_user.model.clone();
+        // The summary is the compaction agent's work: its configured model writes it.
+        let model = self.settings.compaction_model.clone().unwrap_or_else(|| last_user.model.clone());
         let entry = self.provider_for(&model)?;
         let catalog = self.model_for(&model)?;
         let target = ModelTarget::new(&model.provider_id, &model.model_id, &catalog.id, &entry.npm);

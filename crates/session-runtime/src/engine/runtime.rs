@@ -65,6 +65,9 @@ pub struct RuntimeSettings {
     pub worktree: PathBuf,
     /// Extra text for the system prompt (the project's AGENTS.md).
     pub instructions: Option<String>,
+    /// The compaction agent's model (`agent.compaction.model`); unset, a summary is written by
+    /// the model of the user message that asked for it (SPEC 10.2 step 3).
+    pub compaction_model: Option<ModelRef>,
 }
 
 /// What the user sends.

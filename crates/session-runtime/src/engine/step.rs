@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use session_core::{
-    AssistantMessage, Message, MessageError, MessageId, SessionId, permission::ToolCallRef,
+    AssistantMessage, Message, MessageError, MessageId, PartKind, SessionId, permission::ToolCallRef,
     processor::Effect, processor::Input, processor::Outcome, processor::Processor, processor::ProcessorError,
-    processor::Waiting, retry::RetryDecision, retry::RetryRequest, retry::decide,
+    processor::ToolSettlement, processor::Waiting, retry::RetryDecision, retry::RetryRequest, retry::decide,
 };
 use session_llm::LlmRequest;
 use session_store::{PartDelta, WriteBatch};
-use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, ToolInvocation};
+use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, TodoWriteTool, Tool as _, ToolInvocation};
 use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
@@ -180,8 +180,12 @@ impl<'a> StepDriver<'a> {
             let interrupt = matches!(input, Input::Interrupt);
             let running_before = self.tracker.open_calls().len();
             let now = self.now();
+            let todos = self.writes_todos(&input);
             if let Err(ProcessorError::Stream(error)) = self.processor.handle(input, now) {
                 return Ok(AttemptEnd::Failed(error));
+            }
+            if todos {
+                self.publish_todos();
             }
             if let Some(error) = self.carry_out().await? {
                 return Ok(AttemptEnd::Failed(error));
@@ -192,6 +196,21 @@ impl<'a> StepDriver<'a> {
                 self.finish().await?;
             }
         }
+    }
+
+    /// True when `input` is the successful end of a `todowrite` call of this step.
+    fn writes_todos(&self, input: &Input) -> bool {
+        let Input::ToolSettled(ToolSettlement::Completed { call_id, .. }) = input else { return false };
+        self.processor.parts().iter().any(|part| {
+            matches!(&part.kind, PartKind::Tool(tool) if tool.call_id == *call_id && tool.tool == TodoWriteTool.name())
+        })
+    }
+
+    /// Publishes `todo.updated` with the session's list as the todo tool left it (SPEC 14).
+    fn publish_todos(&self) {
+        let session_id = self.context.session_id;
+        let todos = self.runtime.tools.todos().get(session_id);
+        self.runtime.bus.publish(BusEvent::TodoUpdated { session_id: session_id.clone(), todos });
     }
 
     /// Interrupts the processor and lets its cleanup finish (SPEC 8).
@@ -323,7 +342,12 @@ impl<'a> StepDriver<'a> {
                 let settlement = self.tracker.wait_all(CLEANUP_GRACE).await;
                 for update in settlement.updates {
                     let now = self.now();
-                    let _ = self.processor.handle(update.into_input(), now);
+                    let input = update.into_input();
+                    let todos = self.writes_todos(&input);
+                    let _ = self.processor.handle(input, now);
+                    if todos {
+                        self.publish_todos();
+                    }
                 }
                 (self.processor.waiting() == Waiting::ToolCalls).then_some(Input::GraceElapsed)
             }

@@ -189,3 +189,72 @@ async fn spec_1_1_tool_calls_are_repaired_by_case_and_unknown_ones_run_as_invali
     let second = serde_json::to_string(&requests[1].messages).unwrap();
     assert!(second.contains(r#""toolName":"invalid""#) || second.contains(r#""name":"invalid""#), "{second}");
 }
+
+#[tokio::test]
+async fn spec_14_the_todo_tool_publishes_todo_updated() {
+    let script = r#"{"turns": [
+        {"text": "Planning.", "calls": [{"name": "todowrite", "arguments": {"todos": [
+            {"content": "Read the notes", "status": "in_progress", "priority": "high"},
+            {"content": "Summarise", "status": "pending", "priority": "low"}]}}]},
+        {"text": "Planned."}
+    ]}"#;
+    let rig = rig(Setup::new(scripted(script))).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let mut events = rig.runtime.bus().subscribe();
+    rig.runtime.prompt(&session.id, say("plan it")).await.unwrap();
+    let mut updates = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let session_runtime::BusEvent::TodoUpdated { session_id, todos } = &event {
+            assert_eq!(session_id, &session.id);
+            updates.push(todos.iter().map(|t| (t.content.clone(), t.status.clone())).collect::<Vec<_>>());
+            let json = serde_json::to_value(&event).unwrap();
+            assert_eq!(json["type"], "todo.updated");
+            assert_eq!(json["properties"]["todos"][1]["priority"], "low");
+        }
+    }
+    assert_eq!(
+        updates,
+        [vec![
+            ("Read the notes".to_owned(), "in_progress".to_owned()),
+            ("Summarise".to_owned(), "pending".to_owned())
+        ]]
+    );
+}
+
+#[tokio::test]
+async fn spec_10_2_the_compaction_agents_model_writes_the_summary() {
+    let script = r#"{"turns": [
+        {"text": "Big step.", "usage": {"prompt_tokens": 17990, "completion_tokens": 20}},
+        {"text": "After."}
+    ], "exhausted_text": "After."}"#;
+    let provider = Recording::new(scripted(script));
+    let mut setup = Setup::new(provider.clone());
+    setup.limit = ModelLimit { context: 20_000, input: None, output: 2_000 };
+    setup.compaction_model = Some(session_core::ModelRef {
+        provider_id: super::support::PROVIDER.into(),
+        model_id: "summary-model".into(),
+        variant: None,
+    });
+    let rig = rig(setup).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    rig.runtime.prompt(&session.id, say("go")).await.unwrap();
+    let models: Vec<(bool, String)> =
+        provider.requests().iter().map(|r| (r.tools.is_empty(), r.model.clone())).collect();
+    assert_eq!(
+        models,
+        [
+            (false, "mock-model".to_owned()),
+            (true, "summary-model".to_owned()),
+            (false, "mock-model".to_owned())
+        ]
+    );
+    let messages = history(&rig.store, &session.id).await;
+    let summary = messages
+        .iter()
+        .find_map(|m| match &m.info {
+            Message::Assistant(a) if a.is_summary() => Some(a.model_id.clone()),
+            _ => None,
+        })
+        .expect("a summary");
+    assert_eq!(summary, "summary-model");
+}

@@ -123,6 +123,8 @@ pub struct Setup {
     pub seed_files: bool,
     /// The build agent's step limit.
     pub steps: Option<u32>,
+    /// The compaction agent's model.
+    pub compaction_model: Option<ModelRef>,
 }
 
 pub const BIG: ModelLimit = ModelLimit { context: 200_000, input: None, output: 8_000 };
@@ -140,6 +142,7 @@ impl Setup {
             store: StoreOptions::default(),
             seed_files: true,
             steps: None,
+            compaction_model: None,
         }
     }
 }
@@ -200,6 +203,7 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
     );
     settings.continue_loop_on_deny = setup.continue_loop_on_deny;
     settings.output_token_max = 32_000;
+    settings.compaction_model = setup.compaction_model;
     let runtime = Runtime::builder(store.clone(), tools, settings)
         .models(Arc::new(Models { provider: setup.provider, limit: setup.limit }))
         .snapshots(snapshots)
