@@ -12,6 +12,7 @@ use crate::permission::PermissionEngine;
 use crate::registry::ToolRegistry;
 use crate::todo::{MemoryTodos, TodoStore};
 use crate::tool::ToolSuccess;
+use crate::tools::blocking;
 use crate::workspace::Workspace;
 
 /// How long a cancelled tool may take to return on its own (with its partial output) before
@@ -158,7 +159,7 @@ impl ToolExecutor {
         });
         let execution = tool.execute(call.input.clone(), &ctx);
         tokio::pin!(execution);
-        tokio::select! {
+        let result = tokio::select! {
             biased;
             result = &mut execution => result,
             () = abort.cancelled() => {
@@ -167,6 +168,13 @@ impl ToolExecutor {
                     Err(_) => Err(ToolError::Aborted),
                 }
             }
+        };
+        match result {
+            Ok(success) if success.attachments.iter().any(crate::image::is_inline_image) => {
+                // Decoding and scaling are CPU work: off the async threads.
+                blocking(move || Ok(success.with_fitted_images())).await
+            }
+            other => other,
         }
     }
 }

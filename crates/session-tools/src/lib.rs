@@ -27,6 +27,7 @@
 mod context;
 mod error;
 mod executor;
+mod image;
 mod permission;
 mod registry;
 mod todo;
@@ -38,6 +39,7 @@ mod workspace;
 pub use context::{ContextParts, PathKind, ProgressSink, ToolContext};
 pub use error::ToolError;
 pub use executor::{ABORT_GRACE, CallScope, ToolExecutor, ToolInvocation};
+pub use image::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE, RESIZED_SIDE, fit_images, omitted_suffix};
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
 pub use todo::{MemoryTodos, Todo, TodoStore};

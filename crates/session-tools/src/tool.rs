@@ -75,6 +75,17 @@ pub struct ToolSuccess {
 }
 
 impl ToolSuccess {
+    /// The result with its image attachments fitted to the size limits (SPEC 1.2); images
+    /// that cannot be fitted are dropped and the output says how many.
+    pub fn with_fitted_images(mut self) -> Self {
+        let (attachments, omitted) = crate::image::fit_images(std::mem::take(&mut self.attachments));
+        self.attachments = attachments;
+        if omitted > 0 {
+            self.output.push_str(&crate::image::omitted_suffix(omitted));
+        }
+        self
+    }
+
     /// A result with a title, an output and metadata, and no attachments.
     pub fn new(title: impl Into<String>, output: impl Into<String>, metadata: JsonObject) -> Self {
         Self { title: title.into(), output: output.into(), metadata, attachments: Vec::new() }

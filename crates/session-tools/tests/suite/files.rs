@@ -96,19 +96,52 @@ async fn read_refuses_binary_files() {
     assert!(matches!(error, ToolError::BinaryFile { .. }), "{error:?}");
 }
 
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let image =
+        image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(width, height, image::Rgb([9, 8, 7])));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+fn attachment_bytes(url: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let data = url.split_once(',').map(|(_, data)| data).unwrap_or_default();
+    base64::engine::general_purpose::STANDARD.decode(data).unwrap()
+}
+
 #[tokio::test]
 async fn read_returns_images_as_attachments() {
     let fx = Fixture::new();
-    let png = [0x89u8, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0];
-    fx.write("pic.png", png);
+    let bytes = png(4, 3);
+    fx.write("pic.png", &bytes);
     let result = fx.run("read", json!({"filePath": "pic.png"})).await.unwrap();
     assert_eq!(result.output, "Image read successfully");
     assert_eq!(result.attachments.len(), 1);
     assert_eq!(result.attachments[0].mime, "image/png");
-    assert_eq!(result.attachments[0].url, "data:image/png;base64,iVBORw0KGgoAAAAA");
+    assert_eq!(attachment_bytes(&result.attachments[0].url), bytes, "a small image is sent as it is");
     // The attachment survives the processor's output derivation.
     let derived = session_core::processor::derive_output("read", result.to_value());
     assert_eq!(derived.attachments.map(|a| a.len()), Some(1));
+}
+
+#[tokio::test]
+async fn spec_1_2_an_oversized_image_is_scaled_and_a_broken_one_omitted() {
+    let fx = Fixture::new();
+    fx.write("wide.png", png(session_tools::MAX_IMAGE_SIDE + 1, 4));
+    let result = fx.run("read", json!({"filePath": "wide.png"})).await.unwrap();
+    let bytes = attachment_bytes(&result.attachments[0].url);
+    let scaled = image::load_from_memory(&bytes).unwrap();
+    assert_eq!(scaled.width(), session_tools::RESIZED_SIDE);
+    assert_eq!(result.output, "Image read successfully");
+
+    fx.write("broken.png", [0x89u8, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]);
+    let result = fx.run("read", json!({"filePath": "broken.png"})).await.unwrap();
+    assert!(result.attachments.is_empty());
+    assert_eq!(
+        result.output,
+        "Image read successfully\n\n[1 image omitted: could not be resized below the image size limit.]"
+    );
 }
 
 #[tokio::test]
