@@ -5,6 +5,7 @@
 mod crash;
 mod demo;
 mod faults;
+mod long;
 mod replay;
 mod run;
 mod serve_sdk;
