@@ -8,4 +8,5 @@ mod faults;
 mod long;
 mod replay;
 mod run;
+mod security;
 mod serve_sdk;

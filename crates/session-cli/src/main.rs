@@ -482,7 +482,7 @@ fn run(command: Command) -> Result<ExitCode> {
             let mut stdout = std::io::stdout().lock();
             match format {
                 Format::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&output.to_json())?)?,
-                Format::Text => write!(stdout, "{}", output.render_text())?,
+                Format::Text => write!(stdout, "{}", session_cli::terminal::clean(&output.render_text()))?,
             }
             if let Some(error) = &output.error {
                 eprintln!("session: replay ended with {}: {}", error.name, error.message);

@@ -6,6 +6,8 @@ use std::io::Write;
 use session_core::{Message, PartKind, ToolState};
 use session_runtime::{BusEvent, Clock as _, SessionStatus, SystemClock};
 
+use crate::terminal::clean;
+
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
@@ -58,7 +60,8 @@ impl<W: Write> Renderer<W> {
                         write!(self.out, "  (thinking) ")?;
                     }
                 }
-                write!(self.out, "{delta}")?;
+                // Per delta: a sequence split across deltas loses its ESC, which is what acts.
+                write!(self.out, "{}", clean(delta))?;
                 self.at_line_start = delta.ends_with('\n');
             }
             BusEvent::PartUpdated { part } => match &part.kind {
@@ -66,7 +69,7 @@ impl<W: Write> Renderer<W> {
                     // Text that arrived without deltas (or more than the deltas) is shown whole.
                     if !self.streamed.contains_key(part.id.as_str()) && !text.text.is_empty() {
                         self.line_break()?;
-                        write!(self.out, "{}", text.text)?;
+                        write!(self.out, "{}", clean(&text.text))?;
                         self.at_line_start = text.text.ends_with('\n');
                     }
                     self.line_break()?;
@@ -92,12 +95,12 @@ impl<W: Write> Renderer<W> {
                         ToolState::Error { error, .. } => format!("  !! {} {input}: {error}", tool.tool),
                     };
                     self.line_break()?;
-                    writeln!(self.out, "{line}")?;
+                    writeln!(self.out, "{}", clean(&line))?;
                     self.at_line_start = true;
                 }
                 PartKind::Patch(patch) => {
                     self.line_break()?;
-                    writeln!(self.out, "  changed: {}", patch.files.join(", "))?;
+                    writeln!(self.out, "  changed: {}", clean(&patch.files.join(", ")))?;
                     self.at_line_start = true;
                 }
                 _ => {}
@@ -105,12 +108,12 @@ impl<W: Write> Renderer<W> {
             BusEvent::SessionStatus { status: SessionStatus::Retry { attempt, message, next }, .. } => {
                 self.line_break()?;
                 let wait = next.saturating_sub(SystemClock.now_ms()).div_ceil(1000);
-                writeln!(self.out, "  retrying in {wait} s (attempt {attempt}): {message}")?;
+                writeln!(self.out, "  retrying in {wait} s (attempt {attempt}): {}", clean(message))?;
                 self.at_line_start = true;
             }
             BusEvent::SessionError { error, .. } => {
                 self.line_break()?;
-                writeln!(self.out, "  error: {}", error.message())?;
+                writeln!(self.out, "  error: {}", clean(error.message()))?;
                 self.at_line_start = true;
             }
             BusEvent::MessageUpdated { info } => {

@@ -14,6 +14,8 @@ use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, ToolRegistry, Workspace,
 };
 
+use crate::terminal::clean;
+
 fn parse_id(id: &str) -> Result<SessionId> {
     SessionId::parse(id).map_err(|error| anyhow!("{error}"))
 }
@@ -24,7 +26,7 @@ pub async fn list(store: &dyn Store, out: &mut impl Write) -> Result<()> {
     loop {
         let page = store.list_sessions(&query).await?;
         for session in &page.sessions {
-            writeln!(out, "{}\t{}\t{}", session.id, session.title, session.directory)?;
+            writeln!(out, "{}\t{}\t{}", session.id, clean(&session.title), clean(&session.directory))?;
         }
         for skipped in &page.skipped {
             eprintln!("session: skipped an unreadable session row {}: {}", skipped.id, skipped.reason);
@@ -40,7 +42,7 @@ pub async fn list(store: &dyn Store, out: &mut impl Write) -> Result<()> {
 pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<()> {
     let id = parse_id(id)?;
     let session = store.get_session(&id).await?;
-    writeln!(out, "{} {}\n", session.id, session.title)?;
+    writeln!(out, "{} {}\n", session.id, clean(&session.title))?;
     let history = store.load_history(&id).await?;
     for message in &history.messages {
         match &message.info {
@@ -55,10 +57,12 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
         }
         for part in &message.parts {
             match &part.kind {
-                PartKind::Text(text) => writeln!(out, "{}", text.text)?,
-                PartKind::Tool(tool) => writeln!(out, "[{} {}]", tool.tool, tool.state.status().as_str())?,
+                PartKind::Text(text) => writeln!(out, "{}", clean(&text.text))?,
+                PartKind::Tool(tool) => {
+                    writeln!(out, "[{} {}]", clean(&tool.tool), tool.state.status().as_str())?
+                }
                 PartKind::Compaction(_) => writeln!(out, "[compaction]")?,
-                PartKind::Patch(patch) => writeln!(out, "[changed {}]", patch.files.join(", "))?,
+                PartKind::Patch(patch) => writeln!(out, "[changed {}]", clean(&patch.files.join(", ")))?,
                 _ => {}
             }
         }

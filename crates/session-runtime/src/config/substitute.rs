@@ -44,8 +44,34 @@ impl Resolver for FsResolver {
     }
 
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        std::fs::read_to_string(path)
+        read_regular_file(path, MAX_REFERENCED_BYTES)
     }
+}
+
+/// The largest config file or `{file:...}` target read, in bytes.
+pub const MAX_REFERENCED_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The text of the regular file at `path`, refused when it is anything else (`{file:/dev/zero}`
+/// would never end, a FIFO would block) or larger than `cap` bytes.
+pub fn read_regular_file(path: &Path, cap: u64) -> io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Non-blocking, so opening a FIFO returns at once; the type check below refuses it.
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    if meta.len() > cap {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("larger than {cap} bytes")));
+    }
+    let mut text = String::new();
+    // The length can change after the check: the cap holds whatever the file does.
+    file.take(cap.saturating_add(1)).read_to_string(&mut text)?;
+    if text.len() as u64 > cap {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("larger than {cap} bytes")));
+    }
+    Ok(text)
 }
 
 const ENV_OPEN: &str = "{env:";
@@ -220,5 +246,22 @@ mod tests {
             err.to_string(),
             r#"/proj/session.json: bad file reference: "{file:nope.txt}" /proj/nope.txt does not exist"#
         );
+    }
+
+    #[test]
+    fn references_read_regular_files_only_and_within_the_cap() {
+        let dir = std::env::temp_dir().join(format!("session-subst-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let small = dir.join("small.txt");
+        let _ = std::fs::write(&small, "ok");
+        assert_eq!(read_regular_file(&small, 8).ok().as_deref(), Some("ok"));
+        assert!(read_regular_file(&small, 1).is_err(), "over the cap");
+        let zero = read_regular_file(Path::new("/dev/zero"), MAX_REFERENCED_BYTES);
+        assert_eq!(
+            zero.map_err(|e| e.to_string()),
+            Err("not a regular file".to_owned()),
+            "a device never ends"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

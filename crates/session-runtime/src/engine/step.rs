@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use session_core::{
-    AssistantMessage, Message, MessageError, MessageId, PartKind, SessionId, permission::ToolCallRef,
-    processor::Effect, processor::Input, processor::Outcome, processor::Processor, processor::ProcessorError,
-    processor::ToolSettlement, processor::Waiting, retry::RetryDecision, retry::RetryRequest, retry::decide,
+    AssistantMessage, LlmEvent, Message, MessageError, MessageId, PartKind, SessionId,
+    permission::ToolCallRef, processor::Effect, processor::Input, processor::Outcome, processor::Processor,
+    processor::ProcessorError, processor::ToolSettlement, processor::Waiting, retry::RetryDecision,
+    retry::RetryRequest, retry::decide,
 };
 use session_llm::LlmRequest;
 use session_store::{PartDelta, WriteBatch};
@@ -163,7 +164,7 @@ impl<'a> StepDriver<'a> {
                         None => continue,
                     },
                     event = stream.next(), if reading => match event {
-                        Some(Ok(event)) => Input::Event(event),
+                        Some(Ok(event)) => Input::Event(sane_usage(event)),
                         Some(Err(error)) => {
                             let error = error.to_message_error();
                             // SPEC 7.3: never replay a stream whose tools already ran.
@@ -389,6 +390,37 @@ impl Runtime {
     }
 }
 
+/// More tokens than any model's context or output: a count above it is a provider's error.
+const MAX_REPORTED_TOKENS: i64 = 1_000_000_000_000;
+
+/// A step-finish's token counts clamped to `0..=MAX_REPORTED_TOKENS`, with a warning for each
+/// count a provider got wrong (negative or absurd); every other event passes unchanged.
+fn sane_usage(mut event: LlmEvent) -> LlmEvent {
+    if let LlmEvent::StepFinish { usage: Some(usage), .. } = &mut event {
+        let counts = [
+            ("input", &mut usage.input_tokens),
+            ("output", &mut usage.output_tokens),
+            ("total", &mut usage.total_tokens),
+            ("reasoning", &mut usage.reasoning_tokens),
+            ("cache read", &mut usage.cache_read_input_tokens),
+            ("cache write", &mut usage.cache_write_input_tokens),
+        ];
+        for (name, count) in counts {
+            if let Some(value) = count
+                && !(0..=MAX_REPORTED_TOKENS).contains(value)
+            {
+                tracing::warn!(
+                    count = name,
+                    reported = *value,
+                    "the provider reported an impossible token count"
+                );
+                *value = (*value).clamp(0, MAX_REPORTED_TOKENS);
+            }
+        }
+    }
+    event
+}
+
 /// Marks an error as unsafe to retry: a tool of the failed attempt already ran (SPEC 7.3).
 fn retry_unsafe(error: MessageError) -> MessageError {
     let message = format!("{} (not retried: a tool of this step had already started)", error.message());
@@ -401,5 +433,36 @@ fn retry_unsafe(error: MessageError) -> MessageError {
         response_headers: None,
         response_body: None,
         metadata: Some(metadata),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use session_core::{FinishReason, Usage};
+
+    use super::*;
+
+    #[test]
+    fn impossible_token_counts_are_clamped() {
+        let usage = Usage {
+            input_tokens: Some(-5),
+            output_tokens: Some(i64::MAX),
+            total_tokens: Some(-9),
+            reasoning_tokens: Some(7),
+            cache_read_input_tokens: None,
+            cache_write_input_tokens: Some(0),
+        };
+        let event = LlmEvent::StepFinish {
+            index: 0,
+            reason: FinishReason::Stop,
+            usage: Some(usage),
+            provider_metadata: None,
+        };
+        let LlmEvent::StepFinish { usage: Some(clamped), .. } = sane_usage(event) else { unreachable!() };
+        assert_eq!(
+            (clamped.input_tokens, clamped.output_tokens, clamped.total_tokens, clamped.reasoning_tokens),
+            (Some(0), Some(MAX_REPORTED_TOKENS), Some(0), Some(7))
+        );
+        assert_eq!((clamped.cache_read_input_tokens, clamped.cache_write_input_tokens), (None, Some(0)));
     }
 }

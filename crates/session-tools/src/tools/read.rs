@@ -2,7 +2,7 @@
 //! directory's entries, or an image/PDF as an attachment. Binary files are refused.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use base64::Engine;
@@ -75,6 +75,10 @@ impl TypedTool for ReadTool {
         if meta.is_dir() {
             return blocking(move || list_directory(&path, &title, offset, limit)).await;
         }
+        if !meta.is_file() {
+            // A FIFO, socket or device would block the read or never end.
+            return Err(not_regular(&shown));
+        }
         if let Some(mime) = attachment_mime(&path) {
             if meta.len() > MAX_ATTACHMENT_BYTES {
                 return Err(ToolError::invalid(format!(
@@ -82,7 +86,18 @@ impl TypedTool for ReadTool {
                     meta.len()
                 )));
             }
-            let bytes = tokio::fs::read(&path).await.map_err(|e| ToolError::io("read", &shown, e))?;
+            let bytes = {
+                let (path, shown) = (path.clone(), shown.clone());
+                blocking(move || {
+                    let mut bytes = Vec::new();
+                    let file = open_regular(&path, &shown)?;
+                    file.take(MAX_ATTACHMENT_BYTES)
+                        .read_to_end(&mut bytes)
+                        .map_err(|e| ToolError::io("read", &shown, e))?;
+                    Ok(bytes)
+                })
+                .await?
+            };
             let message =
                 if mime == "application/pdf" { "PDF read successfully" } else { "Image read successfully" };
             let url =
@@ -221,18 +236,68 @@ fn is_binary(path: &Path, file: &mut std::fs::File) -> std::io::Result<bool> {
     Ok(control * 10 > sample.len() * 3)
 }
 
+/// The most bytes of one line kept for display: enough for [`MAX_LINE_LENGTH`] characters of
+/// any UTF-8 text and the cut marker's decision, so a single huge line is never held whole.
+const MAX_LINE_BYTES: usize = MAX_LINE_LENGTH * 4 + 4;
+
+/// The error for a path that is not a regular file or a directory.
+fn not_regular(shown: &str) -> ToolError {
+    ToolError::invalid(format!("Cannot read {shown}: it is not a regular file (a FIFO, socket or device)"))
+}
+
+/// Opens `path` for reading without blocking on a FIFO or a device, and refuses anything but a
+/// regular file (checked on the opened file, so a swap after the first look is caught too).
+fn open_regular(path: &Path, shown: &str) -> Result<std::fs::File, ToolError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| ToolError::io("read", shown, e))?;
+    let meta = file.metadata().map_err(|e| ToolError::io("read", shown, e))?;
+    if meta.is_file() { Ok(file) } else { Err(not_regular(shown)) }
+}
+
+/// Reads one line (through its `\n`) and appends at most `keep` bytes of it to `buffer`,
+/// skipping the rest; returns the bytes consumed (0 at the end of the input).
+fn read_line_capped(reader: &mut impl BufRead, buffer: &mut Vec<u8>, keep: usize) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if available.is_empty() {
+            return Ok(consumed);
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (&available[..=at], true),
+            None => (available, false),
+        };
+        let room = keep.saturating_sub(buffer.len());
+        buffer.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = chunk.len();
+        reader.consume(used);
+        consumed += used;
+        if done {
+            return Ok(consumed);
+        }
+    }
+}
+
 fn read_lines(
-    path: &PathBuf,
+    path: &Path,
     shown: &str,
     title: &str,
     offset: u64,
     limit: u64,
 ) -> Result<ToolSuccess, ToolError> {
-    let mut file = std::fs::File::open(path).map_err(|e| ToolError::io("read", shown, e))?;
+    let mut file = open_regular(path, shown)?;
     if is_binary(path, &mut file).map_err(|e| ToolError::io("read", shown, e))? {
         return Err(ToolError::BinaryFile { path: shown.to_owned() });
     }
-    let file = std::fs::File::open(path).map_err(|e| ToolError::io("read", shown, e))?;
+    let file = open_regular(path, shown)?;
     let mut reader = BufReader::new(file);
     let mut raw: Vec<String> = Vec::new();
     let mut bytes = 0usize;
@@ -241,7 +306,11 @@ fn read_lines(
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
-        let n = reader.read_until(b'\n', &mut buffer).map_err(|e| ToolError::io("read", shown, e))?;
+        // Lines not shown are only counted; a shown one keeps at most what its cut can show.
+        let shown_line = count.saturating_add(1) >= offset && (raw.len() as u64) < limit;
+        let keep = if shown_line { MAX_LINE_BYTES } else { 0 };
+        let n =
+            read_line_capped(&mut reader, &mut buffer, keep).map_err(|e| ToolError::io("read", shown, e))?;
         if n == 0 {
             break;
         }

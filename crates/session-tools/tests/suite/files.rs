@@ -277,3 +277,25 @@ async fn todowrite_then_todoread() {
     assert_eq!(read.metadata["todos"], todos);
     assert_eq!(serde_json::from_str::<Value>(&read.output).unwrap(), todos);
 }
+
+#[tokio::test]
+async fn read_refuses_a_fifo_at_once_instead_of_hanging() {
+    let fx = Fixture::new();
+    let fifo = fx.root.join("pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // Nobody writes to the FIFO: a blocking open or read would never return.
+    let error = fx.run("read", json!({"filePath": "pipe"})).await.unwrap_err();
+    assert!(error.to_string().contains("is not a regular file"), "{error}");
+}
+
+#[tokio::test]
+async fn read_of_a_huge_single_line_shows_its_cut_start() {
+    let fx = Fixture::new();
+    let line = "z".repeat(20 * 1024 * 1024);
+    fx.write("one-line.txt", format!("{line}\nsecond\n"));
+    let result = fx.run("read", json!({"filePath": "one-line.txt"})).await.unwrap();
+    assert!(result.output.contains("1: zzzz"), "{}", &result.output[..200]);
+    assert!(result.output.contains("... (line truncated to 2000 chars)"));
+    assert!(result.output.contains("2: second"));
+    assert!(result.output.len() < MAX_READ_BYTES + 1024, "the output stays capped");
+}
