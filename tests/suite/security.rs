@@ -62,3 +62,83 @@ async fn a_models_terminal_escapes_never_reach_the_terminal() {
     assert!(String::from_utf8_lossy(&exported.stdout).contains(r"\u001b]0;owned"));
     server.shutdown().await;
 }
+
+/// Rewrites every `"type": "patch"` object in `value` with the fields of `hostile`; returns
+/// how many it rewrote.
+fn tamper(value: &mut serde_json::Value, hostile: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("type").and_then(|t| t.as_str()) == Some("patch") {
+                for (key, field) in hostile.as_object().into_iter().flatten() {
+                    map.insert(key.clone(), field.clone());
+                }
+                return 1;
+            }
+            map.values_mut().map(|child| tamper(child, hostile)).sum()
+        }
+        serde_json::Value::Array(items) => items.iter_mut().map(|item| tamper(item, hostile)).sum(),
+        _ => 0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_import_cannot_make_revert_delete_files() {
+    let script = r#"{"turns": [
+        {"text": "Writing.", "calls": [{"op": "write", "path": "made.txt", "content": "new\n"}]},
+        {"text": "Wrote it."}]}"#;
+    let server = TestServer::start(Script::from_json(script).unwrap()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let victim = root.join("project");
+    project(&victim, &server.base_url(Api::OpenAiChat));
+    std::fs::write(victim.join("important.txt"), "keep me\n").unwrap();
+    let outside = root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "keep me too\n").unwrap();
+    std::os::unix::fs::symlink(&outside, victim.join("link")).unwrap();
+    assert!(Command::new("git").arg("init").arg("--quiet").current_dir(&victim).status().unwrap().success());
+    let out = run(root, &["run", "--model", "mock/m", "--yes", "write a file"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list = run(root, &["sessions", "list"]).await;
+    let id = String::from_utf8_lossy(&list.stdout).split('\t').next().unwrap_or_default().to_owned();
+    let export = run(root, &["sessions", "export", &id]).await;
+
+    // The attacker's edit: the step "created" a repository file and a file behind the symlink,
+    // against the empty tree, which every git repository knows.
+    let mut document: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    let canonical = victim.canonicalize().unwrap();
+    let hostile = json!({
+        "hash": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        "files": [format!("{}/important.txt", canonical.display()), format!("{}/link/secret.txt", canonical.display())]
+    });
+    assert_eq!(tamper(&mut document, &hostile), 1, "the run left one patch part");
+    let first_message = document["messages"][0]["info"]["id"].as_str().unwrap_or_default().to_owned();
+    let file = root.join("hostile.json");
+    std::fs::write(&file, serde_json::to_vec(&document).unwrap()).unwrap();
+
+    // Imported into another user's data folder, then reverted: from elsewhere, and from the folder.
+    let other = root.join("other");
+    std::fs::create_dir_all(other.join("project")).unwrap();
+    let import = run(&other, &["sessions", "import", file.to_str().unwrap()]).await;
+    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
+    let elsewhere = run(&other, &["sessions", "revert", &id, &first_message]).await;
+    assert!(!elsewhere.status.success());
+    assert!(String::from_utf8_lossy(&elsewhere.stderr).contains("run this command from that folder"));
+    let binary = session_binary().unwrap();
+    let here = Command::new(binary)
+        .args(["sessions", "revert", &id, &first_message])
+        .current_dir(&victim)
+        .env("HOME", &other)
+        .env("XDG_DATA_HOME", other.join("data"))
+        .output()
+        .unwrap();
+    assert!(!here.status.success(), "{}", String::from_utf8_lossy(&here.stdout));
+    assert!(
+        String::from_utf8_lossy(&here.stderr).contains("goes through the symlink"),
+        "{}",
+        String::from_utf8_lossy(&here.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(victim.join("important.txt")).unwrap(), "keep me\n");
+    assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), "keep me too\n");
+    server.shutdown().await;
+}

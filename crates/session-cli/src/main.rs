@@ -378,9 +378,11 @@ fn run(command: Command) -> Result<ExitCode> {
                     }
                     SessionsAction::Revert { id, message, part } => {
                         let store = store.clone();
+                        let cwd = std::env::current_dir().context("cannot read the working directory")?;
                         session_cli::sessions::revert(
                             store,
                             &data,
+                            &cwd,
                             &id,
                             &message,
                             part.as_deref(),
@@ -389,7 +391,8 @@ fn run(command: Command) -> Result<ExitCode> {
                         .await?;
                     }
                     SessionsAction::Unrevert { id } => {
-                        session_cli::sessions::unrevert(store.clone(), &data, &id, &mut stdout).await?;
+                        let cwd = std::env::current_dir().context("cannot read the working directory")?;
+                        session_cli::sessions::unrevert(store.clone(), &data, &cwd, &id, &mut stdout).await?;
                     }
                 }
                 store.close().await?;

@@ -96,10 +96,13 @@ pub async fn delete(store: &dyn Store, id: &str) -> Result<Vec<SessionId>> {
 }
 
 /// Reverts the files a session changed after `message` (or its part `part`) and records the
-/// revert; the messages go when the session continues, and `unrevert` undoes it.
+/// revert; the messages go when the session continues, and `unrevert` undoes it. `cwd` must be
+/// the session's folder: the stored folder (perhaps from an import) is acted on only when the
+/// user runs the command there.
 pub async fn revert(
     store: Arc<dyn Store>,
     data_dir: &Path,
+    cwd: &Path,
     id: &str,
     message: &str,
     part: Option<&str>,
@@ -108,7 +111,7 @@ pub async fn revert(
     let session = store.get_session(&parse_id(id)?).await?;
     let message = MessageId::parse(message).map_err(|error| anyhow!("message id: {error}"))?;
     let part = part.map(PartId::parse).transpose().map_err(|error| anyhow!("--part: {error}"))?;
-    let runtime = maintenance_runtime(store, data_dir, &session).await?;
+    let runtime = maintenance_runtime(store, data_dir, cwd, &session).await?;
     let reverted = runtime.revert(&session.id, &message, part.as_ref()).await?;
     let Some(record) = &reverted.revert else {
         return Err(anyhow!("the revert left no record on session {}", session.id));
@@ -125,14 +128,21 @@ pub async fn revert(
     Ok(())
 }
 
-/// Puts back what [`revert`] took away and clears the revert record.
-pub async fn unrevert(store: Arc<dyn Store>, data_dir: &Path, id: &str, out: &mut impl Write) -> Result<()> {
+/// Puts back what [`revert`] took away and clears the revert record; `cwd` must be the
+/// session's folder, as for [`revert`].
+pub async fn unrevert(
+    store: Arc<dyn Store>,
+    data_dir: &Path,
+    cwd: &Path,
+    id: &str,
+    out: &mut impl Write,
+) -> Result<()> {
     let session = store.get_session(&parse_id(id)?).await?;
     if session.revert.is_none() {
         writeln!(out, "session {} has no revert to undo", session.id)?;
         return Ok(());
     }
-    let runtime = maintenance_runtime(store, data_dir, &session).await?;
+    let runtime = maintenance_runtime(store, data_dir, cwd, &session).await?;
     runtime.unrevert(&session.id).await?;
     writeln!(out, "unreverted session {}: the files are as they were before the revert", session.id)?;
     Ok(())
@@ -148,8 +158,24 @@ fn changed_files(diff: &str) -> Vec<&str> {
 
 /// A runtime over the session's own worktree that can revert and unrevert but not prompt:
 /// no provider, no tools, every permission ask refused.
-async fn maintenance_runtime(store: Arc<dyn Store>, data_dir: &Path, session: &Session) -> Result<Runtime> {
+async fn maintenance_runtime(
+    store: Arc<dyn Store>,
+    data_dir: &Path,
+    cwd: &Path,
+    session: &Session,
+) -> Result<Runtime> {
     let worktree = PathBuf::from(&session.directory);
+    let same = match (worktree.canonicalize(), cwd.canonicalize()) {
+        (Ok(stored), Ok(here)) => stored == here,
+        _ => false,
+    };
+    if !same {
+        return Err(anyhow!(
+            "session {} belongs to the folder {}; run this command from that folder to change its files",
+            session.id,
+            clean(&worktree.display().to_string())
+        ));
+    }
     let snapshots = GitSnapshotter::open(&worktree, data_dir).await.ok_or_else(|| {
         anyhow!(
             "snapshots are off for {}: it is not a git repository (or git is not installed), so session {} has no file changes to revert",

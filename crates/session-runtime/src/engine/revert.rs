@@ -45,11 +45,23 @@ impl Runtime {
             None => self.snapshots.track().await,
         };
         let mut seen = BTreeSet::new();
-        for patch in patches_after(&history, &point) {
-            // The earliest step that touched a file has its state before the whole range.
-            let files: Vec<String> =
-                patch.files.iter().filter(|f| seen.insert((*f).clone())).cloned().collect();
-            self.restore(&patch.hash, &files).await?;
+        let restores: Vec<(&str, Vec<String>)> = patches_after(&history, &point)
+            .into_iter()
+            .map(|patch| {
+                // The earliest step that touched a file has its state before the whole range.
+                let files = patch.files.iter().filter(|f| seen.insert((*f).clone())).cloned().collect();
+                (patch.hash.as_str(), files)
+            })
+            .collect();
+        // The whole revert is checked before the first file changes: a stored patch (perhaps
+        // from an import) naming a path outside the worktree changes nothing at all.
+        for (hash, files) in &restores {
+            if !files.is_empty() {
+                self.snapshots.check_restore(hash, files).await.map_err(RuntimeError::Snapshot)?;
+            }
+        }
+        for (hash, files) in &restores {
+            self.restore(hash, files).await?;
         }
         // What the revert undid, as a diff from the tree before it to the tree now.
         let diff = match &snapshot {

@@ -21,6 +21,12 @@ pub trait Snapshotter: Send + Sync {
     async fn patch(&self, hash: &str) -> Vec<String>;
     /// Restores `files` to their content at `hash` (files absent there are deleted).
     async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String>;
+    /// Checks, touching nothing, that [`Snapshotter::restore`] of `files` at `hash` would stay
+    /// inside the worktree and read a snapshot that exists (a revert checks every restore
+    /// before the first).
+    async fn check_restore(&self, _hash: &str, _files: &[String]) -> Result<(), String> {
+        Ok(())
+    }
     /// The unified diff from the tree at `hash` to the working tree now, or `None` when
     /// snapshots are off or git failed.
     async fn diff(&self, _hash: &str) -> Option<String> {
@@ -109,6 +115,34 @@ impl GitSnapshotter {
         }
     }
 
+    /// The worktree-relative form of `file`, refused when it is outside the worktree, climbs
+    /// with `..`, or passes through a symlink (a link inside the repository must not let a
+    /// restore or a delete reach a file outside it).
+    fn confined(&self, file: &str) -> Result<String, String> {
+        let relative = Path::new(file)
+            .strip_prefix(&self.worktree)
+            .map_err(|_| format!("{file} is outside the worktree {}", self.worktree.display()))?;
+        let mut at = self.worktree.clone();
+        let mut parts = relative.components().peekable();
+        while let Some(part) = parts.next() {
+            let std::path::Component::Normal(name) = part else {
+                return Err(format!("{file} is not a plain path inside the worktree"));
+            };
+            at.push(name);
+            // The last component may itself be a symlink: restoring or deleting it acts on
+            // the link, not on what it points to.
+            if parts.peek().is_some()
+                && std::fs::symlink_metadata(&at).is_ok_and(|meta| meta.file_type().is_symlink())
+            {
+                return Err(format!("{file} goes through the symlink {}", at.display()));
+            }
+        }
+        if relative.as_os_str().is_empty() {
+            return Err(format!("{file} is the worktree itself"));
+        }
+        Ok(relative.to_string_lossy().into_owned())
+    }
+
     /// Stages everything except untracked files over the size limit.
     async fn stage(&self) -> Result<(), String> {
         self.git(&["add", "--all", "--", "."]).await?;
@@ -175,11 +209,21 @@ impl Snapshotter for GitSnapshotter {
         }
     }
 
-    async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
+    async fn check_restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
+        self.git(&["cat-file", "-e", &format!("{hash}^{{tree}}")])
+            .await
+            .map_err(|_| format!("snapshot {hash} does not exist in this worktree's snapshots"))?;
         for file in files {
-            let relative =
-                Path::new(file).strip_prefix(&self.worktree).map_err(|_| format!("{file} is outside"))?;
-            let relative = relative.to_string_lossy().into_owned();
+            self.confined(file)?;
+        }
+        Ok(())
+    }
+
+    async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
+        // Every path is checked before the first file changes.
+        self.check_restore(hash, files).await?;
+        for file in files {
+            let relative = self.confined(file)?;
             let listed = self.git(&["ls-tree", "--name-only", hash, "--", &relative]).await?;
             if listed.is_empty() {
                 // Not in the snapshot: the step created it, so reverting removes it.
