@@ -30,6 +30,7 @@ mod executor;
 mod image;
 mod permission;
 mod registry;
+mod shell_env;
 mod todo;
 mod tool;
 mod tools;
@@ -42,6 +43,7 @@ pub use executor::{ABORT_GRACE, CallScope, ToolExecutor, ToolInvocation};
 pub use image::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE, RESIZED_SIDE, fit_images, omitted_suffix};
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
+pub use shell_env::{DEFAULT_EXCLUDES, ShellEnvPolicy};
 pub use todo::{MemoryTodos, Todo, TodoStore};
 pub use tool::{Tool, ToolSuccess, parse_args, schema_for};
 pub use tools::{
