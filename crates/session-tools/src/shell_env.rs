@@ -38,7 +38,7 @@ impl ShellEnvPolicy {
         if self.include.iter().any(|p| matches(p)) {
             return true;
         }
-        let defaults = self.default_excludes.then_some(DEFAULT_EXCLUDES.as_slice()).unwrap_or_default();
+        let defaults: &[&str] = if self.default_excludes { &DEFAULT_EXCLUDES } else { &[] };
         !defaults.iter().any(|p| matches(p)) && !self.exclude.iter().any(|p| matches(p))
     }
 
