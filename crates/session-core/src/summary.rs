@@ -64,7 +64,7 @@ mod tests {
 
     fn part(message: &str, n: usize, kind: PartKind) -> Part {
         Part {
-            id: PartId::new_unchecked(&format!("prt_{message}_{n}")),
+            id: PartId::new_unchecked(format!("prt_{message}_{n}")),
             session_id: SessionId::new_unchecked("ses_1"),
             message_id: MessageId::new_unchecked(message),
             kind,

@@ -1,7 +1,7 @@
 //! Session titles (SPEC 12 step 3): which message a title is made from, the instruction the
 //! title request carries, and the cleaning of the model's answer into one short line.
 
-use crate::message::{Message, MessageWithParts, PartKind};
+use crate::message::{Message, MessageWithParts, PartKind, UserMessage};
 
 /// The system instruction of a title request. The phrase "title generator" is also what
 /// scripted providers recognise a title request by.
@@ -25,18 +25,16 @@ const REASONING_TAGS: [&str; 3] = ["think", "thinking", "reasoning"];
 const WRAPPERS: &[char] =
     &['"', '\'', '`', '*', '_', '“', '”', '‘', '’', '«', '»', '„', '「', '」', '『', '』'];
 
-/// The text a title is made from: the text of the session's first user message, when it is
-/// the only one written by the user so far (a title is made once, for the opening message).
+/// The message a title is made from, with its text: the session's first user message, when it
+/// is the only one written by the user so far (a title is made once, for the opening message).
 ///
 /// User messages count when they have a text part that is not synthetic, not ignored and not
 /// blank; compaction requests and synthetic "continue" messages do not. The text is cut to
 /// [`MAX_TITLE_INPUT_CHARS`].
-pub fn title_source(history: &[MessageWithParts]) -> Option<String> {
+pub fn title_source(history: &[MessageWithParts]) -> Option<(&UserMessage, String)> {
     let mut found = None;
     for message in history {
-        if !matches!(message.info, Message::User(_)) {
-            continue;
-        }
+        let Message::User(user) = &message.info else { continue };
         let texts: Vec<&str> = message
             .parts
             .iter()
@@ -57,9 +55,9 @@ pub fn title_source(history: &[MessageWithParts]) -> Option<String> {
         if found.is_some() {
             return None;
         }
-        found = Some(texts.join("\n"));
+        found = Some((user, texts.join("\n")));
     }
-    found.map(|text| text.chars().take(MAX_TITLE_INPUT_CHARS).collect())
+    found.map(|(user, text)| (user, text.chars().take(MAX_TITLE_INPUT_CHARS).collect()))
 }
 
 /// The title in a model's answer, or `None` when nothing usable is left: reasoning blocks
@@ -155,7 +153,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(n, (text, synthetic))| Part {
-                    id: PartId::new_unchecked(&format!("prt_{id}_{n}")),
+                    id: PartId::new_unchecked(format!("prt_{id}_{n}")),
                     session_id: SessionId::new_unchecked("ses_1"),
                     message_id: message_id.clone(),
                     kind: PartKind::Text(TextPart {
@@ -204,15 +202,17 @@ mod tests {
     #[test]
     fn spec_12_3_the_title_comes_from_the_only_real_user_message() {
         let first = user("msg_1", &[("  Fix the build  ", false), ("context", true)]);
-        assert_eq!(title_source(std::slice::from_ref(&first)).as_deref(), Some("Fix the build"));
+        let text = |history: &[MessageWithParts]| title_source(history).map(|(_, text)| text);
+        assert_eq!(text(std::slice::from_ref(&first)).as_deref(), Some("Fix the build"));
         // A synthetic continue message does not count as a second message ...
         let continued = user("msg_2", &[("Continue if you have next steps", true)]);
-        assert_eq!(title_source(&[first.clone(), continued]).as_deref(), Some("Fix the build"));
+        let history = [first.clone(), continued];
+        assert_eq!(title_source(&history).map(|(user, _)| user.id.as_str()), Some("msg_1"));
         // ... a second real one does: the title was due on the first.
         let second = user("msg_3", &[("and the docs", false)]);
-        assert_eq!(title_source(&[first, second]), None);
-        assert_eq!(title_source(&[]), None);
+        assert_eq!(text(&[first, second]), None);
+        assert_eq!(text(&[]), None);
         let long = user("msg_4", &[(&"x".repeat(MAX_TITLE_INPUT_CHARS + 10), false)]);
-        assert_eq!(title_source(&[long]).map(|t| t.len()), Some(MAX_TITLE_INPUT_CHARS));
+        assert_eq!(text(&[long]).map(|t| t.len()), Some(MAX_TITLE_INPUT_CHARS));
     }
 }

@@ -17,7 +17,8 @@ use crate::engine::{
 
 impl RuntimeSettings {
     /// Settings with SPEC's defaults: default compaction, denials stop the loop, the 32 000
-    /// output-token ceiling and no extra instructions.
+    /// output-token ceiling, no extra instructions, and no title requests (a runtime calls no
+    /// model it was not asked to).
     pub fn new(default_model: ModelRef, worktree: impl Into<PathBuf>) -> Self {
         Self {
             compaction: CompactionConfig::default(),
@@ -26,6 +27,8 @@ impl RuntimeSettings {
             default_model,
             worktree: worktree.into(),
             instructions: None,
+            titles: false,
+            small_model: None,
         }
     }
 }
