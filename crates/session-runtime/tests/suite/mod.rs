@@ -6,5 +6,8 @@ mod fuzz_config;
 mod loopback;
 mod process;
 mod revert;
+mod snapshot_gc;
 mod structured;
+mod summary;
 mod support;
+mod titles;
