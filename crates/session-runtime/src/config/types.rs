@@ -594,6 +594,20 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_retention_lays_over_the_defaults() {
+        let config: Config =
+            serde_json::from_value(json!({"snapshot_retention": {"max_age_days": 3, "max_size_mb": 10}}))
+                .unwrap();
+        let retention = config.snapshot_retention();
+        assert_eq!(retention.max_age, std::time::Duration::from_secs(3 * 86_400));
+        assert_eq!(retention.max_bytes, 10 * 1024 * 1024);
+        assert_eq!(retention.grace, crate::engine::SnapshotRetention::default().grace);
+        assert_eq!(Config::default().snapshot_retention(), crate::engine::SnapshotRetention::default());
+        let layer = json!({"snapshot_retention": {"max_age_days": "a week"}});
+        assert!(super::super::ConfigLayer::from_value("session.json", layer).is_err());
+    }
+
+    #[test]
     fn limits_override_the_catalog_field_by_field() {
         let catalog = ModelLimit { context: 200_000, input: Some(180_000), output: 64_000 };
         let config = ModelLimitConfig { context: None, input: None, output: Some(8_192) };
