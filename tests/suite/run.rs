@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use session_e2e::session_binary;
-use session_llm::{Api, Script};
+use session_llm::{Api, RequestKind, Script};
 use session_testkit::TestServer;
 
 /// A project folder with a config pointing provider `mock` at the server.
@@ -67,7 +67,10 @@ async fn a_tool_step_then_an_answer_over_real_http() {
     assert!(stdout.contains("  ok read"), "{stdout}");
     assert!(stdout.contains("It is a tiny CLI."), "{stdout}");
     assert!(stdout.lines().last().unwrap_or_default().starts_with("tokens: "), "{stdout}");
-    assert_eq!(server.requests().len(), 2);
+    // Two agent steps, and the title of the session's first prompt on the side.
+    let kinds: Vec<RequestKind> = server.requests().iter().map(|r| r.kind).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == RequestKind::Main).count(), 2, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == RequestKind::Title).count(), 1, "{kinds:?}");
     server.assert_invariants();
     // The key went out as a header but is stored nowhere.
     let db = std::fs::read(dir.path().join("data/session/session.db")).unwrap_or_default();
@@ -247,6 +250,35 @@ async fn revert_and_unrevert_a_run_through_the_cli() {
     server.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_12_3_the_generated_title_and_the_changes_show_in_sessions_list() {
+    let server = TestServer::start(script(
+        r#"{"title": "Write the project notes", "turns": [
+            {"text": "Writing.", "calls": [{"op": "write", "path": "NOTES.md", "content": "one\ntwo\n"}]},
+            {"text": "Wrote the notes."}]}"#,
+    ))
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let project_dir = dir.path().join("project");
+    project(&project_dir, &server.base_url(Api::OpenAiChat));
+    let init = Command::new("git").args(["init", "--quiet"]).current_dir(&project_dir).output().unwrap();
+    assert!(init.status.success());
+    let run = run_session(dir.path(), &["run", "--yes", "--model", "mock/m", "write the notes"]).await;
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let id = stdout.rsplit("session: ").next().unwrap().trim().to_owned();
+
+    // The binary waited for the title before it exited.
+    let list = session_cmd(dir.path(), &dir.path().join("data"), &["sessions", "list"]);
+    assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
+    let text = String::from_utf8_lossy(&list.stdout);
+    let line = text.lines().find(|line| line.starts_with(&id)).unwrap_or_else(|| panic!("{text}"));
+    let columns: Vec<&str> = line.split('\t').collect();
+    assert_eq!(columns[1..3], ["Write the project notes", "+2 -0"], "{line}");
+    server.shutdown().await;
+}
+
 /// Starts `session` with `args` in the project, stdout piped, the rest as given.
 fn spawn_session(dir: &Path, args: &[&str], stdin: Stdio, stderr: Stdio) -> std::process::Child {
     Command::new(session_binary().unwrap())
@@ -341,7 +373,8 @@ async fn ctrl_c_mid_tool_stops_the_tool_and_exits_130_with_the_part_stored() {
     let settled_by_tool = state["status"] == "completed" && state["metadata"]["aborted"] == true;
     let settled_by_cleanup = state["status"] == "error" && state["error"] == "Tool execution aborted";
     assert!(settled_by_tool || settled_by_cleanup, "{state}");
-    assert_eq!(server.requests().len(), 1, "no step after the interrupt");
+    let main = server.requests().iter().filter(|r| r.kind == RequestKind::Main).count();
+    assert_eq!(main, 1, "no step after the interrupt");
     server.shutdown().await;
 }
 

@@ -246,6 +246,14 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         }
     };
     drop(status);
+    if interrupted || ask_failure.is_some() {
+        runtime.cancel_background();
+    }
+    // A title still on its way is stored before the process exits.
+    runtime.settle().await;
+    while let Ok(event) = events.try_recv() {
+        renderer.event(&event)?;
+    }
     let reply = result.context("the run stopped unexpectedly")??;
     let tokens = reply.tokens;
     renderer.totals(&format!(

@@ -20,13 +20,22 @@ fn parse_id(id: &str) -> Result<SessionId> {
     SessionId::parse(id).map_err(|error| anyhow!("{error}"))
 }
 
-/// Lists sessions, newest first, one per line: id, title, directory.
+/// Lists sessions, newest first, one per line, tab-separated: id, title, the lines the session
+/// added and deleted in the working tree (`+12 -3`, or `-` before any step changed a file
+/// under snapshots), directory.
 pub async fn list(store: &dyn Store, out: &mut impl Write) -> Result<()> {
     let mut query = ListSessions { limit: 100, ..ListSessions::default() };
     loop {
         let page = store.list_sessions(&query).await?;
         for session in &page.sessions {
-            writeln!(out, "{}\t{}\t{}", session.id, clean(&session.title), clean(&session.directory))?;
+            let changes = match &session.summary {
+                Some(summary) => format!("+{} -{}", summary.additions, summary.deletions),
+                None => "-".to_owned(),
+            };
+            // A title is one line (the store may hold anything): tabs and newlines would break
+            // the columns.
+            let title = clean(&session.title).replace(['\t', '\n'], " ");
+            writeln!(out, "{}\t{}\t{}\t{}", session.id, title, changes, clean(&session.directory))?;
         }
         for skipped in &page.skipped {
             eprintln!("session: skipped an unreadable session row {}: {}", skipped.id, skipped.reason);

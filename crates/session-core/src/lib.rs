@@ -24,6 +24,8 @@ pub mod processor;
 pub mod prompt_loop;
 pub mod provider_error;
 pub mod retry;
+pub mod summary;
+pub mod title;
 pub mod token;
 pub mod usage;
 
@@ -39,9 +41,9 @@ pub use id::{
 pub use js_json::JsonObject;
 pub use message::{
     AgentPart, AssistantMessage, AssistantTime, CompactionPart, CompletedTime, CreatedTime, ErrorTime,
-    FilePart, Message, MessageError, MessagePath, MessageWithParts, ModelRef, OutputFormat, Part, PartKind,
-    PartTime, PatchPart, ReasoningPart, RetryPart, RunningTime, SnapshotPart, StepFinishPart, StepStartPart,
-    SubtaskPart, TextPart, ToolOutput, ToolPart, ToolState, ToolStatus, TransitionError, UserMessage,
-    UserSummary,
+    FileDiff, FilePart, FileStatus, Message, MessageError, MessagePath, MessageWithParts, ModelRef,
+    OutputFormat, Part, PartKind, PartTime, PatchPart, ReasoningPart, RetryPart, RunningTime, SnapshotPart,
+    StepFinishPart, StepStartPart, SubtaskPart, TextPart, ToolOutput, ToolPart, ToolState, ToolStatus,
+    TransitionError, UserMessage, UserSummary,
 };
 pub use usage::{CachePrices, CacheTokens, CostTier, ModelCost, Prices, StepUsage, TierBound, TokenUsage};

@@ -60,6 +60,9 @@ pub struct CatalogModel {
     pub temperature: bool,
     /// Release status (`alpha`, `beta`, `deprecated`), when not stable.
     pub status: Option<String>,
+    /// Whether the model answers in text (models.dev's `modalities.output` has `text`, or the
+    /// catalog does not say); image, audio and embedding models do not.
+    pub text_output: bool,
 }
 
 impl CatalogModel {
@@ -76,6 +79,7 @@ impl CatalogModel {
             attachment: false,
             temperature: true,
             status: None,
+            text_output: true,
         }
     }
 }
@@ -145,6 +149,14 @@ struct RawModel {
     temperature: bool,
     #[serde(default)]
     status: Option<String>,
+    #[serde(default)]
+    modalities: Option<RawModalities>,
+}
+
+#[derive(Deserialize)]
+struct RawModalities {
+    #[serde(default)]
+    output: Option<Vec<String>>,
 }
 
 impl Catalog {
@@ -179,6 +191,10 @@ impl Catalog {
                         attachment: model.attachment,
                         temperature: model.temperature,
                         status: model.status,
+                        text_output: model
+                            .modalities
+                            .and_then(|m| m.output)
+                            .is_none_or(|output| output.iter().any(|kind| kind == "text")),
                     },
                 );
             }

@@ -46,6 +46,7 @@ mod parser;
 mod provider;
 mod request;
 mod scripted;
+mod small_model;
 mod sse;
 mod stream;
 mod transport;
@@ -71,6 +72,7 @@ pub use scripted::{
     ScriptRunner, ScriptUsage, ScriptedProvider, ScriptedRequest, StreamFault, Turn, WireEnding, WireStream,
     classify, error_body, history_violations, overflow_body, summary_marker, turn_from_history, wire_stream,
 };
+pub use small_model::small_model;
 pub use sse::{DEFAULT_MAX_EVENT_BYTES, SseDecoder, SseError, SseEvent};
 pub use stream::{
     ByteStream, DEFAULT_IDLE_TIMEOUT, LlmStream, SseStream, StreamLimits, event_stream, parse_stream,

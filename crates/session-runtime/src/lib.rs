@@ -33,13 +33,13 @@ pub use compose::{
 pub use config::{
     AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
     ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
-    PricesConfig, ProviderConfig, ProviderOptions, Resolver, TierConfig, Timeout, api_for_package, combine,
-    discover, discover_in, load, merge, parse_layer, substitute, user_config_dir,
+    PricesConfig, ProviderConfig, ProviderOptions, Resolver, SnapshotRetentionConfig, TierConfig, Timeout,
+    api_for_package, combine, discover, discover_in, load, merge, parse_layer, substitute, user_config_dir,
 };
 pub use engine::{
-    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES,
-    ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime, RuntimeError,
-    RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus, Sleeper,
-    Snapshotter, SplitMix, SystemClock, TokioSleeper, environment_prompt, missing_output_error,
-    parse_model_ref, random_entropy, utc_date,
+    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,
+    MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
+    RuntimeError, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus,
+    Sleeper, SnapshotRetention, Snapshotter, SplitMix, SystemClock, TokioSleeper, environment_prompt,
+    missing_output_error, parse_model_ref, random_entropy, title_model, utc_date,
 };

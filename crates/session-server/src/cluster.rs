@@ -147,6 +147,19 @@ impl Outbox {
         let (session, body) = match event {
             BusEvent::SessionCreated { info } => (&info.id, NoticeBody::SessionCreated),
             BusEvent::SessionUpdated { info } => (&info.id, NoticeBody::SessionUpdated),
+            BusEvent::SessionDiff { session_id, diff } => {
+                // The session's file list is in no row the others could read: it travels, and
+                // as much of it as fits one notice (the totals are on the session row).
+                let mut notice = self.notice(session_id, NoticeBody::SessionDiff { diff: diff.clone() });
+                while let Err(NotifyError::TooLarge { .. }) = encode_notice(&notice)
+                    && let NoticeBody::SessionDiff { diff } = &mut notice.body
+                    && !diff.is_empty()
+                {
+                    diff.truncate(diff.len() / 2);
+                }
+                self.send_notice(notice);
+                return;
+            }
             BusEvent::SessionStatus { session_id, status } => {
                 (session_id, NoticeBody::SessionStatus { status: short_status(status) })
             }
@@ -250,6 +263,9 @@ impl Receiver {
             }
             NoticeBody::SessionStatus { status } => {
                 self.hub.publish("session.status", json!({"sessionID": session, "status": status}));
+            }
+            NoticeBody::SessionDiff { diff } => {
+                self.hub.publish("session.diff", json!({"sessionID": session, "diff": diff}));
             }
             NoticeBody::SessionIdle => self.hub.publish("session.idle", json!({"sessionID": session})),
             NoticeBody::SessionCompacted => {

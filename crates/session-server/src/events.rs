@@ -226,3 +226,30 @@ pub(crate) async fn stream(
     );
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use session_core::{FileDiff, FileStatus, Identifier as _};
+
+    use super::*;
+
+    #[test]
+    fn spec_14_session_diff_has_opencodes_event_shape() {
+        let event = BusEvent::SessionDiff {
+            session_id: SessionId::parse("ses_1").unwrap_or_else(|e| panic!("{e}")),
+            diff: vec![FileDiff {
+                file: "src/a.rs".into(),
+                additions: 2,
+                deletions: 1,
+                status: Some(FileStatus::Modified),
+                patch: None,
+            }],
+        };
+        assert_eq!(
+            Translator::default().translate(&event),
+            Some(json!({"type": "session.diff", "properties": {"sessionID": "ses_1", "diff": [
+                {"file": "src/a.rs", "additions": 2, "deletions": 1, "status": "modified"}]}}))
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! the bodies stay in the store) or what is asked of the instance running a session.
 
 use serde::{Deserialize, Serialize};
-use session_core::{MessageId, PartId, PermissionId, SessionId, permission::Reply};
+use session_core::{FileDiff, MessageId, PartId, PermissionId, SessionId, permission::Reply};
 use session_runtime::SessionStatus;
 
 use crate::events::Permission;
@@ -29,6 +29,12 @@ pub enum NoticeBody {
     /// The session changed.
     #[serde(rename = "session.updated")]
     SessionUpdated,
+    /// The session's summary diff changed (a long file list is cut to what fits a notice).
+    #[serde(rename = "session.diff")]
+    SessionDiff {
+        /// The changed files.
+        diff: Vec<FileDiff>,
+    },
     /// The session's status changed (a retry's message is cut short).
     #[serde(rename = "session.status")]
     SessionStatus {
@@ -109,6 +115,7 @@ impl NoticeBody {
         match self {
             Self::SessionCreated => "session.created",
             Self::SessionUpdated => "session.updated",
+            Self::SessionDiff { .. } => "session.diff",
             Self::SessionStatus { .. } => "session.status",
             Self::SessionIdle => "session.idle",
             Self::SessionError => "session.error",

@@ -255,7 +255,7 @@ pub(crate) fn document() -> Value {
                 "Event": {"type": "object", "required": ["type", "properties"], "properties": {
                     "type": {"enum": [
                         "server.connected", "session.created", "session.updated", "session.deleted",
-                        "session.status", "session.idle", "session.error", "session.compacted",
+                        "session.diff", "session.status", "session.idle", "session.error", "session.compacted",
                         "message.updated", "message.removed", "message.part.updated", "message.part.removed",
                         "permission.updated", "permission.replied"]},
                     "properties": {"type": "object"}}},

@@ -3,9 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use session_core::{JsonObject, Message, MessageId, MessageWithParts, Part, PartId, SessionId};
+use session_core::{FileDiff, JsonObject, Message, MessageId, MessageWithParts, Part, PartId, SessionId};
 
-/// Line counts of the changes a session made (OpenCode's `summary`).
+/// Line counts of the changes a session made (OpenCode's `summary`): from the first step's
+/// snapshot to the last one (SPEC 13 summary diffs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
     /// Lines added.
@@ -14,9 +15,10 @@ pub struct SessionSummary {
     pub deletions: u64,
     /// Files changed.
     pub files: u64,
-    /// Per-file diffs, when computed.
+    /// Per-file diffs, when a writer stored them (the runtime keeps them on user messages and
+    /// in `session.diff` events, not on the session row, which every list reads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diffs: Option<Vec<Value>>,
+    pub diffs: Option<Vec<FileDiff>>,
 }
 
 /// The point a session was reverted to (OpenCode's `revert`), cleared by unrevert or cleanup.
@@ -81,6 +83,16 @@ pub struct Session {
     pub extra: JsonObject,
 }
 
+impl Session {
+    /// True while the session has the title the store gave it (`New session - <created>` or
+    /// `Child session - <created>`, at its own creation time) or an empty one: a title a user
+    /// gave, at creation or later, is anything else.
+    pub fn has_default_title(&self) -> bool {
+        self.title.trim().is_empty()
+            || self.title == crate::util::default_title(self.parent_id.is_some(), self.time.created)
+    }
+}
+
 /// What a new session starts with; the store fills the rest.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewSession {
@@ -110,6 +122,10 @@ impl NewSession {
 pub struct SessionPatch {
     /// New title.
     pub title: Option<String>,
+    /// With `title`: change it only while the session [has its default
+    /// title](Session::has_default_title), checked in the same transaction as the write, so a
+    /// generated title never replaces one a user gave meanwhile.
+    pub title_only_if_default: bool,
     /// New change counts.
     pub summary: Option<Option<SessionSummary>>,
     /// New revert record.

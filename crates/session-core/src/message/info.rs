@@ -5,6 +5,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::diff::FileDiff;
 use crate::event::FinishReason;
 use crate::id::{MessageId, SessionId};
 use crate::usage::TokenUsage;
@@ -217,7 +218,7 @@ fn default_retry_count() -> u32 {
     2
 }
 
-/// The diff summary on a user message.
+/// The summary on a user message: what its turn changed (SPEC 13 summary diffs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UserSummary {
     /// Title.
@@ -226,9 +227,9 @@ pub struct UserSummary {
     /// Body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
-    /// File diffs.
+    /// The files the turn changed, from its first step's snapshot to its last one.
     #[serde(default)]
-    pub diffs: Vec<Value>,
+    pub diffs: Vec<FileDiff>,
 }
 
 /// A user message (SPEC 2).

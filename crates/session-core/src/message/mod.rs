@@ -4,10 +4,12 @@
 //! private; every type is reached as `session_core::message::Name`.
 //!
 //! - `info`: user and assistant messages and their errors;
+//! - `diff`: per-file change counts between two snapshots (summary diffs);
 //! - `part`: the content of each part kind;
 //! - `tool_state`: a tool call part and its state machine;
 //! - here: [`Part`], the union [`PartKind`] and [`MessageWithParts`].
 
+mod diff;
 mod info;
 mod part;
 mod tool_state;
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::id::{MessageId, PartId, SessionId};
 
+pub use diff::{FileDiff, FileStatus, diff_totals};
 pub use info::{
     AssistantMessage, AssistantTime, CreatedTime, Message, MessageError, MessagePath, ModelRef, OutputFormat,
     UserMessage, UserSummary,

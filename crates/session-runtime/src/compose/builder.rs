@@ -17,7 +17,8 @@ use crate::engine::{
 
 impl RuntimeSettings {
     /// Settings with SPEC's defaults: default compaction, denials stop the loop, the 32 000
-    /// output-token ceiling and no extra instructions.
+    /// output-token ceiling, no extra instructions, and no title requests (a runtime calls no
+    /// model it was not asked to).
     pub fn new(default_model: ModelRef, worktree: impl Into<PathBuf>) -> Self {
         Self {
             compaction: CompactionConfig::default(),
@@ -27,6 +28,8 @@ impl RuntimeSettings {
             worktree: worktree.into(),
             instructions: None,
             compaction_model: None,
+            titles: false,
+            small_model: None,
         }
     }
 }

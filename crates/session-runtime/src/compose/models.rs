@@ -184,6 +184,11 @@ impl ModelSource for StaticModels {
         }
         models.get(model_id).cloned()
     }
+
+    fn small_model(&self, provider_id: &str) -> Option<String> {
+        let (_, models) = self.providers.get(provider_id)?;
+        session_llm::small_model(models.iter().map(|(id, model)| (id.as_str(), model))).map(str::to_owned)
+    }
 }
 
 impl ModelSource for ConfiguredModels {
@@ -207,6 +212,22 @@ impl ModelSource for ConfiguredModels {
 
     fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel> {
         self.resolve_model(provider_id, model_id)
+    }
+
+    /// The catalog's rule over the provider's models with the configuration laid over them
+    /// (a configured price counts), models only the configuration declares included.
+    fn small_model(&self, provider_id: &str) -> Option<String> {
+        let mut ids: Vec<&str> = self
+            .catalog
+            .provider(provider_id)
+            .map(|provider| provider.models.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        if let Some(configured) = self.config.provider.get(provider_id) {
+            ids.extend(configured.models.keys().map(String::as_str));
+        }
+        let resolved: Vec<(&str, CatalogModel)> =
+            ids.into_iter().filter_map(|id| Some((id, self.resolve_model(provider_id, id)?))).collect();
+        session_llm::small_model(resolved.iter().map(|(id, model)| (*id, model))).map(str::to_owned)
     }
 }
 

@@ -128,7 +128,7 @@ pub async fn assemble(
     );
     let snapshots: Arc<dyn Snapshotter> = match config.snapshot_enabled() {
         true => match GitSnapshotter::open(&setup.cwd, &setup.data_dir).await {
-            Some(git) => Arc::new(git),
+            Some(git) => Arc::new(git.with_retention(config.snapshot_retention())),
             None => Arc::new(NoSnapshots),
         },
         false => Arc::new(NoSnapshots),
@@ -141,6 +141,13 @@ pub async fn assemble(
     settings.instructions = std::fs::read_to_string(setup.cwd.join("AGENTS.md")).ok();
     settings.compaction_model =
         config.agent.get("compaction").and_then(|agent| agent.model.as_deref()).and_then(parse_model_ref);
+    settings.titles = true;
+    settings.small_model = match &config.small_model {
+        Some(reference) => {
+            Some(parse_model_ref(reference).ok_or_else(|| ComposeError::BadModelRef(reference.clone()))?)
+        }
+        None => None,
+    };
     let runtime = Runtime::builder(store.clone(), tools, settings)
         .models(Arc::new(models))
         .snapshots(snapshots)

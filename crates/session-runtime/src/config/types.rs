@@ -49,6 +49,9 @@ pub struct Config {
     /// `false` turns off working-tree snapshots; unset means on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<bool>,
+    /// Ours: how long and how much of the snapshot store is kept (SPEC 13 housekeeping).
+    #[serde(skip_serializing_if = "is_default")]
+    pub snapshot_retention: SnapshotRetentionConfig,
     /// Experimental switches.
     #[serde(skip_serializing_if = "is_default")]
     pub experimental: ExperimentalConfig,
@@ -70,10 +73,34 @@ impl Config {
         self.snapshot != Some(false)
     }
 
+    /// The snapshot store's retention: `snapshot_retention` over the defaults (7 days, 1 GiB).
+    pub fn snapshot_retention(&self) -> crate::engine::SnapshotRetention {
+        let mut retention = crate::engine::SnapshotRetention::default();
+        if let Some(days) = self.snapshot_retention.max_age_days {
+            retention.max_age = std::time::Duration::from_secs(u64::from(days) * 86_400);
+        }
+        if let Some(megabytes) = self.snapshot_retention.max_size_mb {
+            retention.max_bytes = megabytes.saturating_mul(1024 * 1024);
+        }
+        retention
+    }
+
     /// Whether the loop goes on after a denied tool call (`experimental.continue_loop_on_deny`).
     pub fn continue_loop_on_deny(&self) -> bool {
         self.experimental.continue_loop_on_deny == Some(true)
     }
+}
+
+/// `snapshot_retention` (ours): how much of the snapshot store housekeeping keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct SnapshotRetentionConfig {
+    /// Snapshots of sessions active within this many days are kept (default 7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_age_days: Option<u32>,
+    /// The snapshot store's size bound in MiB (default 1024).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_size_mb: Option<u64>,
 }
 
 /// `experimental` switches that this runtime reads.
@@ -564,6 +591,20 @@ mod tests {
             "session.json: provider.x.models.m.cost.input: expected a price that fits a decimal number, found \
              number 1e+30"
         );
+    }
+
+    #[test]
+    fn snapshot_retention_lays_over_the_defaults() {
+        let config: Config =
+            serde_json::from_value(json!({"snapshot_retention": {"max_age_days": 3, "max_size_mb": 10}}))
+                .unwrap();
+        let retention = config.snapshot_retention();
+        assert_eq!(retention.max_age, std::time::Duration::from_secs(3 * 86_400));
+        assert_eq!(retention.max_bytes, 10 * 1024 * 1024);
+        assert_eq!(retention.grace, crate::engine::SnapshotRetention::default().grace);
+        assert_eq!(Config::default().snapshot_retention(), crate::engine::SnapshotRetention::default());
+        let layer = json!({"snapshot_retention": {"max_age_days": "a week"}});
+        assert!(super::super::ConfigLayer::from_value("session.json", layer).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use session_core::{
-    AssistantMessage, Message, MessageError, MessageId, Part, PartId, PermissionId, SessionId,
+    AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, SessionId,
     permission::PermissionAsk, permission::Reply, permission::Resolution,
 };
 use session_store::Session;
@@ -26,6 +26,16 @@ pub enum BusEvent {
     SessionUpdated {
         /// The session.
         info: Box<Session>,
+    },
+    /// What the session changed in the working tree, per file, from its first step's snapshot
+    /// to its last one (SPEC 13 summary diffs).
+    #[serde(rename = "session.diff")]
+    SessionDiff {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The changed files (at most `session_core::summary::MAX_SUMMARY_FILES`).
+        diff: Vec<FileDiff>,
     },
     /// A session's status changed.
     #[serde(rename = "session.status")]
@@ -143,6 +153,7 @@ impl BusEvent {
         match self {
             Self::SessionCreated { .. } => "session.created",
             Self::SessionUpdated { .. } => "session.updated",
+            Self::SessionDiff { .. } => "session.diff",
             Self::SessionStatus { .. } => "session.status",
             Self::SessionIdle { .. } => "session.idle",
             Self::SessionError { .. } => "session.error",

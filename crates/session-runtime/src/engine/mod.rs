@@ -1,18 +1,25 @@
-//! The engine: bus, status, clock, snapshots, agents, the prompt loop, revert and unrevert.
+//! The engine: bus, status, clock, snapshots and their housekeeping, agents, the prompt loop,
+//! titles and summary diffs, revert and unrevert.
 
 mod agent;
+mod background;
 mod bus;
 mod clock;
 mod compaction;
 mod error;
+mod housekeeping;
 mod prompt;
 mod revert;
 mod runs;
 mod runtime;
 mod snapshot;
+mod snapshot_diff;
+mod snapshot_gc;
 mod status;
 mod step;
 mod structured;
+mod summary;
+mod title;
 
 pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt, utc_date};
 pub use bus::{Bus, BusEvent};
@@ -21,5 +28,7 @@ pub use error::RuntimeError;
 pub(crate) use runtime::RuntimeParts;
 pub use runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, parse_model_ref};
 pub use snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, NoSnapshots, Snapshotter};
+pub use snapshot_gc::{HousekeepingReport, SnapshotRetention};
 pub use status::SessionStatus;
 pub use structured::{STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, missing_output_error};
+pub use title::title_model;

@@ -95,6 +95,9 @@ impl Runtime {
                 Some(error) => Err(error),
                 None => self.run_loop(session_id, cancel).await,
             };
+            // The last summary diffs are written while the run still holds the session.
+            self.finish_summaries(session_id).await;
+            self.fork_housekeeping();
             if let Err(error) = self.store.flush().await {
                 tracing::warn!(%error, "flushing the store after a run failed");
             }
@@ -192,6 +195,9 @@ impl Runtime {
                 NextTask::Step => None,
             };
             step += 1;
+            if step == 1 {
+                self.fork_title(session_id, &messages);
+            }
             if let Some(task) = task {
                 if !guard.allow_compaction() {
                     let error = MessageError::ContextOverflowError {
@@ -320,6 +326,7 @@ impl Runtime {
             structured: structured.as_ref(),
         };
         let (outcome, mut message) = StepDriver::new(self, context, processor).run(request).await?;
+        self.fork_summary(session_id, &message.parent_id);
         if let Some(structured) = &structured {
             let captured = structured.take();
             match structured_settlement(captured.is_some(), &message) {

@@ -15,12 +15,14 @@ use session_store::{NewSession, Session, Store};
 use session_tools::ToolExecutor;
 
 use super::agent::{Agent, environment_prompt, utc_date};
+use super::background::Background;
 use super::bus::{Bus, BusEvent};
 use super::clock::{Clock, Sleeper, SplitMix, random_entropy};
 use super::error::RuntimeError;
 use super::runs::{RunTable, lock};
 use super::snapshot::Snapshotter;
 use super::status::SessionStatus;
+use super::summary::Summaries;
 
 /// A provider the runtime can call, with what it needs to know about it.
 #[derive(Clone)]
@@ -48,6 +50,12 @@ pub trait ModelSource: Send + Sync {
     fn provider(&self, provider_id: &str) -> Option<ProviderEntry>;
     /// The model's limits and prices, or `None` when unknown.
     fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel>;
+    /// The provider's cheap model for side requests such as titles (its id for
+    /// [`ModelSource::model`]), or `None` when it has none; see
+    /// [`session_llm::small_model`] for the catalog's rule.
+    fn small_model(&self, _provider_id: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Settings of the loop, from configuration.
@@ -68,6 +76,12 @@ pub struct RuntimeSettings {
     /// The compaction agent's model (`agent.compaction.model`); unset, a summary is written by
     /// the model of the user message that asked for it (SPEC 10.2 step 3).
     pub compaction_model: Option<ModelRef>,
+    /// Whether a session's first prompt forks a title request (SPEC 12 step 3); off in
+    /// [`RuntimeSettings::new`], on in `assemble`.
+    pub titles: bool,
+    /// The model for titles (config `small_model`); else the provider's cheap model
+    /// ([`ModelSource::small_model`]), else the session's model.
+    pub small_model: Option<ModelRef>,
 }
 
 /// What the user sends.
@@ -107,7 +121,7 @@ pub(crate) struct RuntimeParts {
 /// The engine: runs prompts through the agent loop.
 pub struct Runtime {
     pub(super) store: Arc<dyn Store>,
-    models: Arc<dyn ModelSource>,
+    pub(super) models: Arc<dyn ModelSource>,
     pub(super) tools: Arc<ToolExecutor>,
     pub(super) snapshots: Arc<dyn Snapshotter>,
     pub(super) clock: Arc<dyn Clock>,
@@ -116,6 +130,10 @@ pub struct Runtime {
     pub(super) settings: RuntimeSettings,
     pub(super) bus: Bus,
     pub(super) runs: RunTable,
+    /// Forked work: titles, snapshot housekeeping.
+    pub(super) background: Background,
+    /// Summary diffs being computed, per session.
+    pub(super) summaries: Summaries,
     ids: Mutex<(IdGenerator, SplitMix)>,
 }
 
@@ -140,6 +158,8 @@ impl Runtime {
             settings: parts.settings,
             bus: Bus::default(),
             runs: RunTable::default(),
+            background: Background::default(),
+            summaries: Summaries::default(),
             ids: Mutex::new((IdGenerator::new(), entropy)),
         }
     }
@@ -180,6 +200,18 @@ impl Runtime {
             self.set_status(session_id, SessionStatus::Idle);
         }
         running
+    }
+
+    /// Waits for the work runs forked and did not wait for (title requests, snapshot
+    /// housekeeping) to end. A process that exits after a prompt calls it so that a title
+    /// still on its way is stored; a server never needs to.
+    pub async fn settle(&self) {
+        self.background.settle().await;
+    }
+
+    /// Stops forked work for good (an interrupted process exits without waiting for a title).
+    pub fn cancel_background(&self) {
+        self.background.cancel();
     }
 
     /// True while a prompt (or a revert) runs in the session in this process.

@@ -5,9 +5,14 @@
 //! are off ([`NoSnapshots`]) and everything else works.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use session_core::FileDiff;
 use tokio::process::Command;
+
+use super::snapshot_diff::{file_diffs, name_status, numstat};
+use super::snapshot_gc::{HousekeepingReport, SnapshotRetention};
 
 /// Untracked files above this size are left out of snapshots (SPEC 13).
 pub const MAX_UNTRACKED_BYTES: u64 = 2 * 1024 * 1024;
@@ -31,6 +36,23 @@ pub trait Snapshotter: Send + Sync {
     /// snapshots are off or git failed.
     async fn diff(&self, _hash: &str) -> Option<String> {
         None
+    }
+    /// The files that differ between the trees `from` and `to`, with the lines added and
+    /// deleted (binary files count 0 and 0), in path order; `None` when snapshots are off or
+    /// git failed (a tree pruned by housekeeping, for one).
+    async fn diff_trees(&self, _from: &str, _to: &str) -> Option<Vec<FileDiff>> {
+        None
+    }
+    /// Claims the housekeeping pass when one is due at `now_ms` (at most one per interval per
+    /// snapshot store) and returns since when (epoch ms) a session's snapshots are kept; `None`
+    /// when no pass is due or snapshots are off.
+    async fn claim_housekeeping(&self, _now_ms: u64) -> Option<u64> {
+        None
+    }
+    /// Bounds the snapshot store: the trees in `keep` (and what they hold) survive the age
+    /// limit; see [`SnapshotRetention`] for what goes and when.
+    async fn housekeep(&self, _keep: &[String]) -> Result<HousekeepingReport, String> {
+        Ok(HousekeepingReport::default())
     }
 }
 
@@ -56,6 +78,11 @@ impl Snapshotter for NoSnapshots {
 pub struct GitSnapshotter {
     worktree: PathBuf,
     git_dir: PathBuf,
+    /// How long and how much is kept.
+    pub(super) retention: SnapshotRetention,
+    /// One git operation that writes at a time in this process: staging and housekeeping
+    /// must not interleave (git's own locks would fail the loser instead of waiting).
+    pub(super) lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl GitSnapshotter {
@@ -74,7 +101,12 @@ impl GitSnapshotter {
             format!("{:016x}", hasher.finish())
         };
         let git_dir = data_dir.join("snapshot").join(key);
-        let snapshotter = Self { worktree, git_dir };
+        let snapshotter = Self {
+            worktree,
+            git_dir,
+            retention: SnapshotRetention::default(),
+            lock: Arc::new(tokio::sync::Mutex::new(())),
+        };
         if !snapshotter.git_dir.join("HEAD").exists() {
             tokio::fs::create_dir_all(&snapshotter.git_dir).await.ok()?;
             snapshotter.git(&["init", "--quiet"]).await.ok()?;
@@ -90,8 +122,29 @@ impl GitSnapshotter {
         Some(snapshotter)
     }
 
-    async fn git(&self, args: &[&str]) -> Result<Vec<u8>, String> {
-        let output = Command::new("git")
+    /// The same snapshots with another retention policy.
+    pub fn with_retention(mut self, retention: SnapshotRetention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// The snapshot repository's git directory.
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    pub(super) async fn git(&self, args: &[&str]) -> Result<Vec<u8>, String> {
+        self.git_with_input(args, None).await
+    }
+
+    /// Runs git with `input` on its standard input.
+    pub(super) async fn git_with_input(
+        &self,
+        args: &[&str],
+        input: Option<&[u8]>,
+    ) -> Result<Vec<u8>, String> {
+        let mut command = Command::new("git");
+        command
             .arg("--git-dir")
             .arg(&self.git_dir)
             .arg("--work-tree")
@@ -104,10 +157,25 @@ impl GitSnapshotter {
             .env("GIT_AUTHOR_EMAIL", "session@localhost")
             .env("GIT_COMMITTER_NAME", "session")
             .env("GIT_COMMITTER_EMAIL", "session@localhost")
-            .kill_on_drop(true)
-            .output()
-            .await
-            .map_err(|error| format!("git did not run: {error}"))?;
+            .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|error| format!("git did not run: {error}"))?;
+        let stdin = child.stdin.take();
+        // Written while the output is read: git answers line by line, and a full output pipe
+        // would otherwise stop it reading its input.
+        let write = async move {
+            if let (Some(input), Some(mut stdin)) = (input, stdin) {
+                use tokio::io::AsyncWriteExt as _;
+                stdin.write_all(input).await?;
+                // Dropping stdin closes it: git reads to the end.
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        let (written, output) = tokio::join!(write, child.wait_with_output());
+        let output = output.map_err(|error| format!("git did not finish: {error}"))?;
+        written.map_err(|error| format!("git's input: {error}"))?;
         if output.status.success() {
             Ok(output.stdout)
         } else {
@@ -162,6 +230,7 @@ impl GitSnapshotter {
 #[async_trait]
 impl Snapshotter for GitSnapshotter {
     async fn track(&self) -> Option<String> {
+        let _writing = self.lock.lock().await;
         if let Err(error) = self.stage().await {
             tracing::warn!(%error, "snapshot: staging failed");
             return None;
@@ -176,6 +245,7 @@ impl Snapshotter for GitSnapshotter {
     }
 
     async fn patch(&self, hash: &str) -> Vec<String> {
+        let _writing = self.lock.lock().await;
         if self.stage().await.is_err() {
             return Vec::new();
         }
@@ -196,6 +266,7 @@ impl Snapshotter for GitSnapshotter {
     }
 
     async fn diff(&self, hash: &str) -> Option<String> {
+        let _writing = self.lock.lock().await;
         if let Err(error) = self.stage().await {
             tracing::warn!(%error, "snapshot: staging failed");
             return None;
@@ -207,6 +278,28 @@ impl Snapshotter for GitSnapshotter {
                 None
             }
         }
+    }
+
+    async fn diff_trees(&self, from: &str, to: &str) -> Option<Vec<FileDiff>> {
+        // Tree to tree: the index is not read, so no lock is needed.
+        let diff = ["diff", "--no-ext-diff", "--no-renames", "--no-color", "-z"];
+        let counts = self.git(&[&diff[..], &["--numstat", from, to, "--"]].concat()).await;
+        let statuses = self.git(&[&diff[..], &["--name-status", from, to, "--"]].concat()).await;
+        match (counts, statuses) {
+            (Ok(counts), Ok(statuses)) => Some(file_diffs(numstat(&counts), &name_status(&statuses))),
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::warn!(%error, from, to, "snapshot: diff of two trees failed");
+                None
+            }
+        }
+    }
+
+    async fn claim_housekeeping(&self, now_ms: u64) -> Option<u64> {
+        super::snapshot_gc::claim(self, now_ms).await
+    }
+
+    async fn housekeep(&self, keep: &[String]) -> Result<HousekeepingReport, String> {
+        super::snapshot_gc::housekeep(self, keep).await
     }
 
     async fn check_restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
@@ -222,6 +315,7 @@ impl Snapshotter for GitSnapshotter {
     async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
         // Every path is checked before the first file changes.
         self.check_restore(hash, files).await?;
+        let _writing = self.lock.lock().await;
         for file in files {
             let relative = self.confined(file)?;
             let listed = self.git(&["ls-tree", "--name-only", hash, "--", &relative]).await?;

@@ -7,5 +7,8 @@ mod long;
 mod loopback;
 mod process;
 mod revert;
+mod snapshot_gc;
 mod structured;
+mod summary;
 mod support;
+mod titles;

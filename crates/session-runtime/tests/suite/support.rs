@@ -95,7 +95,7 @@ impl Clock for FixedClock {
 
 /// Answers every permission ask with a fixed reply and records the permissions asked.
 pub struct FixedAsker {
-    reply: Reply,
+    pub reply: Reply,
     pub asked: Mutex<Vec<String>>,
 }
 

@@ -127,7 +127,9 @@ impl<DB: Backend> Engine<DB> {
     pub(crate) async fn update_session(&self, id: &SessionId, patch: SessionPatch) -> StoreResult<Session> {
         let mut tx = self.begin_write().await?;
         let mut session = read_session::<DB>(&mut tx, id).await?;
-        if let Some(title) = patch.title {
+        if let Some(title) = patch.title
+            && (!patch.title_only_if_default || session.has_default_title())
+        {
             session.title = title;
         }
         if let Some(summary) = patch.summary {

@@ -238,6 +238,43 @@ async fn fork_copies_the_messages_before_a_point(db: &TestDb) {
     store.close().await.unwrap();
 }
 
+/// SPEC 12 step 3: a generated title replaces only the default one, checked where it is written.
+async fn spec_12_3_a_generated_title_never_replaces_a_given_one(db: &TestDb) {
+    let store = db.open().await;
+    let generated = |title: &str| SessionPatch {
+        title: Some(title.into()),
+        title_only_if_default: true,
+        ..SessionPatch::default()
+    };
+    let fresh = store.create_session(NewSession::new("p1", "/work")).await.unwrap();
+    assert!(fresh.has_default_title());
+    let titled = store.update_session(&fresh.id, generated("Fix the parser")).await.unwrap();
+    assert_eq!(titled.title, "Fix the parser");
+    assert!(!titled.has_default_title());
+    // Once titled, a second generated title (a race, or a later run) changes nothing.
+    let again = store.update_session(&fresh.id, generated("Something else")).await.unwrap();
+    assert_eq!(again.title, "Fix the parser");
+
+    let given = store
+        .create_session(NewSession { title: Some("My title".into()), ..NewSession::new("p1", "/work") })
+        .await
+        .unwrap();
+    assert!(!given.has_default_title());
+    assert_eq!(store.update_session(&given.id, generated("Generated")).await.unwrap().title, "My title");
+    // A rename is a plain title change, and after it the generated title stays out too.
+    let renamed = store
+        .update_session(&fresh.id, SessionPatch { title: Some("Renamed".into()), ..SessionPatch::default() })
+        .await
+        .unwrap();
+    assert_eq!(renamed.title, "Renamed");
+    assert_eq!(store.update_session(&fresh.id, generated("Generated")).await.unwrap().title, "Renamed");
+    let empty = store
+        .create_session(NewSession { title: Some(String::new()), ..NewSession::new("p1", "/work") })
+        .await
+        .unwrap();
+    assert_eq!(store.update_session(&empty.id, generated("Filled")).await.unwrap().title, "Filled");
+}
+
 #[test]
 fn session_json_uses_opencode_names() {
     let session = session_store::Session {
@@ -277,4 +314,5 @@ on_both_backends!(
     message_writes_touch_the_session,
     delete_takes_children_and_history,
     fork_copies_the_messages_before_a_point,
+    spec_12_3_a_generated_title_never_replaces_a_given_one,
 );

@@ -1,0 +1,141 @@
+//! Summary diffs (SPEC 13; forked at step-finish, SPEC 4 step 8, and on step 1, SPEC 12 step 8).
+//!
+//! After every step the turn it answered is marked, and a background worker per session
+//! recomputes, from the store and the snapshots:
+//! - each marked turn's diff, from its first step-start snapshot to its last step-finish
+//!   snapshot, stored as the user message's `summary.diffs` (`message.updated`);
+//! - the session's diff over its whole history the same way, stored as the session's
+//!   `summary` totals (`session.updated`) and published as `session.diff` with its files.
+//!
+//! The loop never waits for a diff; the run waits for the last one before it ends, so every
+//! summary write happens while the run holds the session (a revert, refused while busy, can
+//! never race a write that would bring a removed message back). Workers read the store when
+//! they start, so a later computation always sees at least what an earlier one saw.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use session_core::{
+    Message, MessageId, SessionId, UserSummary, message::diff_totals, summary::snapshot_span,
+    summary::stored_diffs, summary::turn,
+};
+use session_store::{SessionPatch, SessionSummary, Store};
+use tokio::task::JoinHandle;
+
+use super::bus::{Bus, BusEvent};
+use super::runs::lock;
+use super::runtime::Runtime;
+use super::snapshot::Snapshotter;
+
+/// The summary work of each session.
+#[derive(Debug, Default)]
+pub(super) struct Summaries {
+    sessions: Arc<Mutex<HashMap<SessionId, Pending>>>,
+}
+
+/// What is left to compute for one session, and the worker computing it.
+#[derive(Debug, Default)]
+struct Pending {
+    /// User messages whose turn changed since their diff was last computed.
+    turns: BTreeSet<MessageId>,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// What a worker computes with.
+#[derive(Clone)]
+struct Writer {
+    store: Arc<dyn Store>,
+    snapshots: Arc<dyn Snapshotter>,
+    bus: Bus,
+}
+
+impl Runtime {
+    /// Marks the turn of user message `turn` changed and makes sure a worker computes it.
+    pub(super) fn fork_summary(&self, session_id: &SessionId, turn: &MessageId) {
+        let mut sessions = lock(&self.summaries.sessions);
+        let pending = sessions.entry(session_id.clone()).or_default();
+        pending.turns.insert(turn.clone());
+        if pending.worker.as_ref().is_none_or(JoinHandle::is_finished) {
+            let worker = self.summary_writer();
+            let sessions = self.summaries.sessions.clone();
+            let session_id = session_id.clone();
+            pending.worker = Some(tokio::spawn(async move {
+                loop {
+                    let turns = match lock(&sessions).get_mut(&session_id) {
+                        Some(pending) => std::mem::take(&mut pending.turns),
+                        None => return,
+                    };
+                    if turns.is_empty() {
+                        return;
+                    }
+                    worker.summarize(&session_id, &turns).await;
+                }
+            }));
+        }
+    }
+
+    /// Waits for the session's summary work, then computes what is still marked: the run's
+    /// end calls it, so the last step's diff is stored before the run lets the session go.
+    pub(super) async fn finish_summaries(&self, session_id: &SessionId) {
+        // Taking the entry out stops the worker after its current pass.
+        let Some(pending) = lock(&self.summaries.sessions).remove(session_id) else { return };
+        if let Some(worker) = pending.worker
+            && let Err(error) = worker.await
+            && error.is_panic()
+        {
+            tracing::warn!(%error, "summary diffs: the worker panicked");
+        }
+        if !pending.turns.is_empty() {
+            self.summary_writer().summarize(session_id, &pending.turns).await;
+        }
+    }
+
+    fn summary_writer(&self) -> Writer {
+        Writer { store: self.store.clone(), snapshots: self.snapshots.clone(), bus: self.bus.clone() }
+    }
+}
+
+impl Writer {
+    /// Recomputes the diffs of `turns` and of the whole session; failures are logged.
+    async fn summarize(&self, session_id: &SessionId, turns: &BTreeSet<MessageId>) {
+        if let Err(error) = self.try_summarize(session_id, turns).await {
+            tracing::warn!(%session_id, %error, "summary diffs: not stored");
+        }
+    }
+
+    async fn try_summarize(
+        &self,
+        session_id: &SessionId,
+        turns: &BTreeSet<MessageId>,
+    ) -> Result<(), session_store::StoreError> {
+        let history = self.store.load_history(session_id).await?.messages;
+        for user_id in turns {
+            let messages = turn(&history, user_id);
+            let Some((from, to)) = snapshot_span(messages.iter().copied()) else { continue };
+            let Some(diffs) = self.snapshots.diff_trees(from, to).await else { continue };
+            let diffs = stored_diffs(diffs);
+            let Some(Message::User(user)) = messages.first().map(|m| &m.info) else { continue };
+            if user.summary.as_ref().is_some_and(|summary| summary.diffs == diffs) {
+                continue;
+            }
+            let mut user = user.clone();
+            user.summary = Some(UserSummary { diffs, ..user.summary.unwrap_or_default() });
+            let message = Message::User(user);
+            self.store.upsert_message(&message).await?;
+            self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message) });
+        }
+        let Some((from, to)) = snapshot_span(&history) else { return Ok(()) };
+        let Some(diffs) = self.snapshots.diff_trees(from, to).await else { return Ok(()) };
+        let (additions, deletions, files) = diff_totals(&diffs);
+        let summary = SessionSummary { additions, deletions, files, diffs: None };
+        let session = self.store.get_session(session_id).await?;
+        if session.summary.as_ref() == Some(&summary) {
+            return Ok(());
+        }
+        let patch = SessionPatch { summary: Some(Some(summary)), ..SessionPatch::default() };
+        let session = self.store.update_session(session_id, patch).await?;
+        self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session) });
+        self.bus.publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
+        Ok(())
+    }
+}
