@@ -14,7 +14,7 @@ const BENCHES: &[(&str, &str, Option<&str>, &str)] = &[
     ("session-llm", "parse", None, "SSE bytes to events per adapter"),
     ("session-store", "store", None, "part upserts and history loads per backend"),
     ("session-tools", "tools", Some("tracker"), "the tool tracker per call"),
-    ("session-runtime", "steps", None, "a whole prompt in process (no snapshots)"),
+    ("session-runtime", "steps", None, "a whole prompt in process (no snapshots), tool start latency"),
 ];
 
 /// One criterion benchmark's result.
@@ -79,7 +79,9 @@ pub(crate) fn run(root: &Path, out: &Path) -> Result<Micro> {
         print!("{stdout}");
         eprint!("{stderr}");
         for line in stdout.lines().chain(stderr.lines()) {
-            if ["skipped", "not installed", "cpu per step", "ratio (median"].iter().any(|k| line.contains(k))
+            if ["skipped", "not installed", "cpu per step", "ratio (median", "tool start latency"]
+                .iter()
+                .any(|k| line.contains(k))
             {
                 micro.notes.push(format!("{package}: {}", line.trim()));
             }

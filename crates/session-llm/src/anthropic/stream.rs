@@ -4,6 +4,14 @@
 //! `message_start` and `message_delta` (proxies send a different `input_tokens` at the end).
 //! Anthropic's `input_tokens` excludes the cache, so the neutral input adds cache reads and
 //! writes back in.
+//!
+//! Thinking blocks the API dropped from the request (SPEC 4 step 2a, 16.7) are reported in an
+//! `input_transformations` array: entries `{"type":"thinking_dropped","path":"messages.3.content.0",
+//! "reason":"prefix_binding_mismatch"}`, final in `message_start`'s message, and repeated on the
+//! last `message_delta` only after a server-side model fallback, whose entries then replace the
+//! first ones. Sources: Anthropic's SDK type `BetaRawMessageDeltaEvent` and the Bedrock guide
+//! "Thinking block binding (beta)" (beta `thinking-binding-controls-2026-08-01`); without that
+//! beta the array is absent and nothing is logged.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,12 +35,53 @@ pub(crate) struct Event {
     delta: Option<Delta>,
     #[serde(default)]
     usage: Option<AnthropicUsage>,
+    /// On `message_delta`, after a server-side fallback.
+    #[serde(default)]
+    input_transformations: Option<Value>,
 }
 
 #[derive(Deserialize)]
 struct MessageStart {
     #[serde(default)]
     usage: Option<AnthropicUsage>,
+    /// Read as a plain value: a shape we do not know must not fail the stream.
+    #[serde(default)]
+    input_transformations: Option<Value>,
+}
+
+/// A thinking block the API removed from the request before the model saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DroppedThinking {
+    /// Where it was in the request (`messages.3.content.0`).
+    pub(crate) path: String,
+    /// Which binding check it failed (`prefix_binding_mismatch`, ...).
+    pub(crate) reason: String,
+}
+
+/// The `thinking_dropped` entries of an `input_transformations` array; other entry types, and
+/// anything that is not an array of objects, are ignored (the API may add types).
+pub(crate) fn dropped_thinking(transformations: &Value) -> Vec<DroppedThinking> {
+    let text = |entry: &Value, key: &str| entry.get(key).and_then(Value::as_str).unwrap_or("?").to_owned();
+    transformations
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry.get("type").and_then(Value::as_str) == Some("thinking_dropped"))
+        .map(|entry| DroppedThinking { path: text(entry, "path"), reason: text(entry, "reason") })
+        .collect()
+}
+
+/// Logs the dropped thinking blocks at step-finish (SPEC 4 step 2a): a log line, no state.
+fn warn_dropped_thinking(dropped: &[DroppedThinking]) {
+    if dropped.is_empty() {
+        return;
+    }
+    let blocks: Vec<String> = dropped.iter().map(|d| format!("{} ({})", d.path, d.reason)).collect();
+    tracing::warn!(
+        count = dropped.len(),
+        blocks = %blocks.join(", "),
+        "Anthropic dropped thinking blocks from the request: the history was changed behind a signed block"
+    );
 }
 
 #[derive(Deserialize)]
@@ -150,6 +199,8 @@ pub struct AnthropicParser {
     any_client_tool_call: bool,
     stop_reason: Option<String>,
     usage: UsageState,
+    /// The thinking blocks the API reports it dropped from the request.
+    dropped_thinking: Vec<DroppedThinking>,
     done: bool,
 }
 
@@ -304,6 +355,7 @@ impl AnthropicParser {
         for (_, block) in std::mem::take(&mut self.blocks) {
             self.close(block, out);
         }
+        warn_dropped_thinking(&self.dropped_thinking);
         let reason = finish_reason(self.stop_reason.as_deref(), self.any_client_tool_call);
         let usage = non_empty(self.usage.to_usage());
         let provider_metadata: Option<ProviderMetadata> = self
@@ -350,8 +402,13 @@ impl WireParser for AnthropicParser {
         match parsed.kind.as_str() {
             "message_start" => {
                 self.start(out);
-                if let Some(usage) = parsed.message.and_then(|m| m.usage) {
-                    self.usage.update(usage);
+                if let Some(message) = parsed.message {
+                    if let Some(usage) = message.usage {
+                        self.usage.update(usage);
+                    }
+                    if let Some(transformations) = &message.input_transformations {
+                        self.dropped_thinking = dropped_thinking(transformations);
+                    }
                 }
             }
             "content_block_start" => {
@@ -377,6 +434,11 @@ impl WireParser for AnthropicParser {
                 if let Some(usage) = parsed.usage {
                     self.usage.update(usage);
                 }
+                // Only after a server-side fallback: the serving model's entries replace the
+                // first ones.
+                if let Some(transformations) = &parsed.input_transformations {
+                    self.dropped_thinking = dropped_thinking(transformations);
+                }
             }
             "message_stop" => {
                 self.start(out);
@@ -391,5 +453,146 @@ impl WireParser for AnthropicParser {
 
     fn on_body_end(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
         Err(LlmError::Truncated { expected: "message_stop" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Level, Metadata, Subscriber};
+
+    use super::*;
+    use crate::parser::StreamParser;
+    use crate::sse::SseEvent;
+
+    /// Records every event's level and fields, so that a test can see a warning was logged.
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<(Level, String)>>>);
+
+    struct Fields(String);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!("{}={value:?} ", field.name()));
+        }
+    }
+
+    impl Subscriber for Capture {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut fields = Fields(String::new());
+            event.record(&mut fields);
+            self.0.lock().unwrap().push((*event.metadata().level(), fields.0));
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    fn stream(events: &[Value]) -> Vec<SseEvent> {
+        events
+            .iter()
+            .map(|data| SseEvent {
+                event: data["type"].as_str().map(str::to_owned),
+                data: data.to_string(),
+                id: None,
+                retry: None,
+            })
+            .collect()
+    }
+
+    /// The warnings a parser logs over `events`, and the events it yields.
+    fn warnings(events: &[Value]) -> (Vec<String>, Vec<LlmEvent>) {
+        let capture = Capture::default();
+        let mut out = Vec::new();
+        tracing::subscriber::with_default(capture.clone(), || {
+            let mut parser = AnthropicParser::new();
+            for event in stream(events) {
+                parser.on_event(&event, &mut out).unwrap();
+            }
+        });
+        let logged = capture.0.lock().unwrap().clone();
+        (logged.into_iter().filter(|(level, _)| *level == Level::WARN).map(|(_, text)| text).collect(), out)
+    }
+
+    fn start(transformations: Option<Value>) -> Value {
+        let mut message = json!({"id": "msg_1", "usage": {"input_tokens": 5, "output_tokens": 1}});
+        if let Some(transformations) = transformations {
+            message["input_transformations"] = transformations;
+        }
+        json!({"type": "message_start", "message": message})
+    }
+
+    const STOP: &str = r#"{"type": "message_stop"}"#;
+
+    fn delta(transformations: Option<Value>) -> Value {
+        let mut delta = json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}});
+        if let Some(transformations) = transformations {
+            delta["input_transformations"] = transformations;
+        }
+        delta
+    }
+
+    #[test]
+    fn spec_16_7_only_thinking_dropped_entries_count() {
+        let entries = json!([
+            {"type": "thinking_dropped", "path": "messages.3.content.0", "reason": "prefix_binding_mismatch"},
+            {"type": "something_new", "path": "messages.1"},
+            {"type": "thinking_dropped"},
+            "not an object",
+        ]);
+        assert_eq!(
+            dropped_thinking(&entries),
+            vec![
+                DroppedThinking {
+                    path: "messages.3.content.0".into(),
+                    reason: "prefix_binding_mismatch".into()
+                },
+                DroppedThinking { path: "?".into(), reason: "?".into() },
+            ]
+        );
+        assert!(dropped_thinking(&json!([])).is_empty());
+        assert!(dropped_thinking(&json!({"type": "thinking_dropped"})).is_empty());
+        assert!(dropped_thinking(&Value::Null).is_empty());
+    }
+
+    #[test]
+    fn spec_16_7_dropped_thinking_is_a_warning_at_step_finish() {
+        let dropped = json!([{"type": "thinking_dropped", "path": "messages.3.content.0", "reason": "prefix_binding_mismatch"}]);
+        let stop: Value = serde_json::from_str(STOP).unwrap();
+        let (warned, events) = warnings(&[start(Some(dropped)), delta(None), stop.clone()]);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("dropped thinking blocks"), "{warned:?}");
+        assert!(warned[0].contains("messages.3.content.0 (prefix_binding_mismatch)"), "{warned:?}");
+        // A log line only: the step finishes as it would have.
+        assert!(
+            matches!(events.last(), Some(LlmEvent::Finish { reason: FinishReason::Stop, .. })),
+            "{events:?}"
+        );
+
+        // Nothing dropped, or nothing reported (no beta): no warning.
+        assert!(warnings(&[start(Some(json!([]))), delta(None), stop.clone()]).0.is_empty());
+        assert!(warnings(&[start(None), delta(None), stop.clone()]).0.is_empty());
+    }
+
+    #[test]
+    fn spec_16_7_a_fallback_message_delta_replaces_the_first_report() {
+        let dropped = json!([{"type": "thinking_dropped", "path": "messages.1.content.0", "reason": "model_binding_mismatch"}]);
+        let stop: Value = serde_json::from_str(STOP).unwrap();
+        let (warned, _) = warnings(&[start(Some(json!([]))), delta(Some(dropped.clone())), stop.clone()]);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("messages.1.content.0 (model_binding_mismatch)"), "{warned:?}");
+        let (warned, _) = warnings(&[start(Some(dropped)), delta(Some(json!([]))), stop]);
+        assert!(warned.is_empty(), "{warned:?}");
     }
 }

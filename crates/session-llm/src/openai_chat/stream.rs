@@ -3,7 +3,9 @@
 //! Only `choices[0]` counts. The stream ends properly with `[DONE]`, or with the end of the
 //! body after a `finish_reason` (Ollama sends no `[DONE]`). Usage may ride on the finish chunk
 //! (DeepSeek, Groq) or on a later chunk with empty `choices` (OpenAI), so the step is only
-//! finished at the end.
+//! finished at the end. A tool call is yielded as soon as its arguments are a whole JSON object
+//! (SPEC 1.1: its tool starts while the model is still streaming), else when the next call
+//! starts, else at the finish reason.
 
 use serde::Deserialize;
 use session_core::{FinishReason, LlmEvent, Usage};
@@ -133,6 +135,18 @@ struct ToolCall {
     name: Option<String>,
     arguments: String,
     started: bool,
+    /// Its `tool-input-end` and `tool-call` were yielded; nothing more is said about it.
+    emitted: bool,
+}
+
+/// Whether a call's accumulated arguments are a whole JSON object, so that no later delta can
+/// belong to them (more text would make them invalid). serde_json decides; the check for a
+/// closing brace only spares parsing the prefixes that cannot be whole.
+fn arguments_complete(arguments: &str) -> bool {
+    let trimmed = arguments.trim();
+    trimmed.starts_with('{')
+        && trimmed.ends_with('}')
+        && serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok()
 }
 
 /// The Chat Completions stream parser.
@@ -199,36 +213,53 @@ impl ChatParser {
         }
     }
 
+    /// The slot of the call a delta at `index` belongs to, opening one for a new call. A new
+    /// call means the calls before it are done: their arguments are not added to any more.
+    fn slot(&mut self, index: u32, id: Option<&String>, out: &mut Vec<LlmEvent>) -> usize {
+        let found = self.tools.iter().position(|t| t.index == index);
+        let found = match found {
+            // Some servers put every call at index 0: a new id there is a new call.
+            Some(slot) if id.is_some() && self.tools[slot].started && self.tools[slot].id.as_ref() != id => {
+                let mut finished = self.tools.remove(slot);
+                end_tool(&mut finished, &mut self.any_tool_call, out);
+                None
+            }
+            found => found,
+        };
+        if let Some(slot) = found {
+            return slot;
+        }
+        // A call whose name has not come yet is left open: its name may still follow.
+        for tool in self.tools.iter_mut().filter(|t| t.started) {
+            end_tool(tool, &mut self.any_tool_call, out);
+        }
+        self.tools.push(ToolCall {
+            index,
+            id: None,
+            name: None,
+            arguments: String::new(),
+            started: false,
+            emitted: false,
+        });
+        self.tools.len() - 1
+    }
+
     fn on_tool_delta(&mut self, position: usize, call: ToolCallDelta, out: &mut Vec<LlmEvent>) {
         let index = call.index.unwrap_or(u32::try_from(position).unwrap_or(u32::MAX));
         let (name, arguments) = match call.function {
             Some(function) => (function.name, function.arguments),
             None => (None, None),
         };
-        let slot = match self.tools.iter().position(|t| t.index == index) {
-            // Some servers put every call at index 0: a new id there is a new call.
-            Some(slot) if call.id.is_some() && self.tools[slot].started && self.tools[slot].id != call.id => {
-                let finished = self.tools.remove(slot);
-                self.end_tool(finished, out);
-                None
-            }
-            found => found,
-        };
-        let slot = match slot {
-            Some(slot) => slot,
-            None => {
-                self.tools.push(ToolCall {
-                    index,
-                    id: None,
-                    name: None,
-                    arguments: String::new(),
-                    started: false,
-                });
-                self.tools.len() - 1
-            }
-        };
+        let slot = self.slot(index, call.id.as_ref(), out);
         let counter = &mut self.tool_counter;
         let tool = &mut self.tools[slot];
+        if tool.emitted {
+            // Its arguments were already a whole object: anything more cannot be part of them.
+            if arguments.is_some_and(|a| !a.trim().is_empty()) {
+                tracing::debug!(index, "ignoring arguments for a tool call already complete");
+            }
+            return;
+        }
         if tool.id.is_none() {
             tool.id = call.id.filter(|id| !id.is_empty());
         }
@@ -257,23 +288,12 @@ impl ChatParser {
                 out.push(LlmEvent::ToolInputDelta { id: id.clone(), name: name.clone(), text: arguments });
             }
         }
-    }
-
-    fn end_tool(&mut self, tool: ToolCall, out: &mut Vec<LlmEvent>) {
-        // A call whose name never came cannot be run; it is dropped with a note.
-        let (Some(id), Some(name), true) = (tool.id, tool.name, tool.started) else {
-            tracing::debug!(index = tool.index, "dropping a tool call that never got a name");
-            return;
-        };
-        self.any_tool_call = true;
-        out.push(LlmEvent::ToolInputEnd { id: id.clone(), name: name.clone() });
-        out.push(LlmEvent::ToolCall {
-            id,
-            name,
-            input: tool_input(&tool.arguments),
-            provider_executed: false,
-            provider_metadata: None,
-        });
+        // SPEC 1.1: a call is emitted as soon as its arguments are whole, so that its tool
+        // starts while the model is still streaming (and the doom-loop rule sees the calls one
+        // by one). Empty arguments wait: the argument text may still be on its way.
+        if tool.started && arguments_complete(&tool.arguments) {
+            end_tool(tool, &mut self.any_tool_call, out);
+        }
     }
 
     fn close_content(&mut self, out: &mut Vec<LlmEvent>) {
@@ -282,8 +302,8 @@ impl ChatParser {
         }
         self.content_closed = true;
         self.blocks.close(out);
-        for tool in std::mem::take(&mut self.tools) {
-            self.end_tool(tool, out);
+        for mut tool in std::mem::take(&mut self.tools) {
+            end_tool(&mut tool, &mut self.any_tool_call, out);
         }
     }
 
@@ -299,6 +319,29 @@ impl ChatParser {
         });
         out.push(LlmEvent::Finish { reason, usage: self.usage.clone() });
     }
+}
+
+/// Yields a call's `tool-input-end` and `tool-call`, once; notes in `any_tool_call` that the
+/// step called a tool.
+fn end_tool(tool: &mut ToolCall, any_tool_call: &mut bool, out: &mut Vec<LlmEvent>) {
+    if tool.emitted {
+        return;
+    }
+    tool.emitted = true;
+    // A call whose name never came cannot be run; it is dropped with a note.
+    let (Some(id), Some(name), true) = (tool.id.clone(), tool.name.clone(), tool.started) else {
+        tracing::debug!(index = tool.index, "dropping a tool call that never got a name");
+        return;
+    };
+    *any_tool_call = true;
+    out.push(LlmEvent::ToolInputEnd { id: id.clone(), name: name.clone() });
+    out.push(LlmEvent::ToolCall {
+        id,
+        name,
+        input: tool_input(&tool.arguments),
+        provider_executed: false,
+        provider_metadata: None,
+    });
 }
 
 /// Maps a Chat finish reason; tool calls make `tool-calls` even where a server says `stop`.

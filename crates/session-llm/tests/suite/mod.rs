@@ -1,4 +1,5 @@
-//! Integration tests: fixtures, chunking, errors, request bodies, HTTP on loopback.
+//! Integration tests: fixtures, chunking, errors, request bodies, HTTP on loopback, when tool
+//! calls are yielded.
 
 mod chunking;
 mod edge_cases;
@@ -9,3 +10,4 @@ mod requests;
 mod scripted;
 mod snapshots;
 mod support;
+mod tool_call_timing;

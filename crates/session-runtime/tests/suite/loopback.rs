@@ -333,6 +333,58 @@ async fn a_doom_loop_rejected_stops_the_run() {
     server.shutdown().await;
 }
 
+/// One response that streams four identical calls, each call's arguments in several chunks.
+const FOUR_IDENTICAL_CALLS: &str = r#"{"calls": [
+    {"op": "read", "path": "notes.txt"}, {"op": "read", "path": "notes.txt"},
+    {"op": "read", "path": "notes.txt"}, {"op": "read", "path": "notes.txt"}]}"#;
+
+/// The call ids of the tool parts stored for `session`, in order.
+async fn call_ids(rig: &super::support::Rig, session: &session_core::SessionId) -> Vec<String> {
+    history(&rig.store, session)
+        .await
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match &p.kind {
+            PartKind::Tool(tool) => Some(tool.call_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn spec_3_doom_loop_fires_on_third_streamed_call() {
+    // SPEC 1.1 and 3: the Chat adapter yields each call as its arguments complete, so the
+    // processor sees the third identical call before the fourth is even announced, and the
+    // doom-loop ask comes at the third call. (Had the calls waited for finish_reason, all four
+    // parts would exist, still pending, and only the fourth call would see three running ones.)
+    let (server, rig, reply) = doom_run(&[FOUR_IDENTICAL_CALLS, r#"{"text": "never"}"#], Reply::Reject).await;
+    let error = reply.error.expect("a rejected doom loop fails the step");
+    assert!(error.message().contains("rejected permission"), "{error:?}");
+    let calls = call_ids(&rig, &reply.session_id).await;
+    assert_eq!(calls.len(), 3, "the fourth call was never read: {calls:?}");
+    assert_eq!(rig.asker.asked.lock().unwrap().as_slice(), ["doom_loop"]);
+    assert_eq!(rig.asker.asked_calls.lock().unwrap().as_slice(), [Some(calls[2].clone())]);
+    assert_eq!(server.requests().len(), 1, "no step after the rejection");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn spec_3_doom_loop_answered_once_asks_again_at_the_fourth_streamed_call() {
+    // After "once", the fourth call's last three parts (calls 2-4) are identical again.
+    let (server, rig, reply) = doom_run(&[FOUR_IDENTICAL_CALLS, r#"{"text": "done"}"#], Reply::Once).await;
+    assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
+    let calls = call_ids(&rig, &reply.session_id).await;
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    assert_eq!(rig.asker.asked.lock().unwrap().as_slice(), ["doom_loop", "doom_loop"]);
+    assert_eq!(
+        rig.asker.asked_calls.lock().unwrap().as_slice(),
+        [Some(calls[2].clone()), Some(calls[3].clone())]
+    );
+    let states = tool_states(&history(&rig.store, &reply.session_id).await);
+    assert!(states.iter().all(|(_, s)| *s == ToolStatus::Completed), "{states:?}");
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn the_step_limit_sends_the_max_steps_message_from_the_last_step_on() {
     let server = TestServer::start(script(

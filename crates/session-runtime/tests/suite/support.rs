@@ -97,12 +97,15 @@ impl Clock for FixedClock {
 pub struct FixedAsker {
     pub reply: Reply,
     pub asked: Mutex<Vec<String>>,
+    /// The tool call of each ask, in the same order (`None` for an ask of no call).
+    pub asked_calls: Mutex<Vec<Option<String>>>,
 }
 
 #[async_trait]
 impl PermissionAsker for FixedAsker {
     async fn ask(&self, ask: &PermissionAsk) -> Option<PermissionAnswer> {
         self.asked.lock().unwrap().push(ask.request.permission.clone());
+        self.asked_calls.lock().unwrap().push(ask.tool.as_ref().map(|call| call.call_id.clone()));
         Some(PermissionAnswer { reply: self.reply, message: None })
     }
 }
@@ -175,7 +178,8 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
     }
     let store: Arc<dyn Store> =
         Arc::new(SqliteStore::open(&SqliteConfig::new(root.join("db.sqlite")), setup.store).await.unwrap());
-    let asker = Arc::new(FixedAsker { reply: setup.reply, asked: Mutex::default() });
+    let asker =
+        Arc::new(FixedAsker { reply: setup.reply, asked: Mutex::default(), asked_calls: Mutex::default() });
     let permissions = Arc::new(PermissionEngine::new(asker.clone()));
     let tools =
         Arc::new(ToolExecutor::new(builtin_registry().unwrap(), Workspace::new(&work).unwrap(), permissions));

@@ -55,8 +55,11 @@ async fn title_rig(models: StaticModels) -> TitleRig {
             .await
             .unwrap(),
     );
-    let asker =
-        Arc::new(FixedAsker { reply: session_core::permission::Reply::Once, asked: Default::default() });
+    let asker = Arc::new(FixedAsker {
+        reply: session_core::permission::Reply::Once,
+        asked: Default::default(),
+        asked_calls: Default::default(),
+    });
     let tools = Arc::new(ToolExecutor::new(
         builtin_registry().unwrap(),
         Workspace::new(&work).unwrap(),
