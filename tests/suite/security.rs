@@ -142,3 +142,35 @@ async fn a_hostile_import_cannot_make_revert_delete_files() {
     assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), "keep me too\n");
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_probe_sees_no_secrets() {
+    let script = r#"{"turns": [
+        {"text": "Looking.", "calls": [{"op": "bash", "command": "env", "description": "Show env"}]},
+        {"text": "Seen."}]}"#;
+    let server = TestServer::start(Script::from_json(script).unwrap()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    project(&root.join("project"), &server.base_url(Api::OpenAiChat));
+    let binary = session_binary().unwrap();
+    let out = Command::new(binary)
+        .args(["run", "--model", "mock/m", "--yes", "probe"])
+        .current_dir(root.join("project"))
+        .env("HOME", root)
+        .env("XDG_DATA_HOME", root.join("data"))
+        .env("OPENAI_API_KEY", "sk-openai-secret")
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret")
+        .env("DEPLOY_TOKEN", "tok-secret")
+        .env("VISIBLE_SETTING", "plain-value")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sent: String = server.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(sent.contains("plain-value"), "the command ran and its output reached the model");
+    for secret in ["sk-openai-secret", "sk-ant-secret", "tok-secret"] {
+        assert!(!sent.contains(secret), "{secret} reached the model");
+    }
+    let db = std::fs::read(root.join("data/session/session.db")).unwrap_or_default();
+    assert!(!String::from_utf8_lossy(&db).contains("sk-openai-secret"), "a secret reached the store");
+    server.shutdown().await;
+}

@@ -33,8 +33,9 @@ pub use compose::{
 pub use config::{
     AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
     ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
-    PricesConfig, ProviderConfig, ProviderOptions, Resolver, SnapshotRetentionConfig, TierConfig, Timeout,
-    api_for_package, combine, discover, discover_in, load, merge, parse_layer, substitute, user_config_dir,
+    PricesConfig, ProviderConfig, ProviderOptions, Resolver, ShellEnvConfig, SnapshotRetentionConfig,
+    TierConfig, Timeout, api_for_package, combine, discover, discover_in, load, merge, parse_layer,
+    substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,

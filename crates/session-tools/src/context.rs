@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
 use crate::permission::PermissionEngine;
+use crate::shell_env::ShellEnvPolicy;
 use crate::todo::TodoStore;
 use crate::workspace::{ResolvedPath, Workspace};
 
@@ -71,6 +72,7 @@ pub struct ToolContext {
     permissions: Arc<PermissionEngine>,
     ruleset: Arc<Ruleset>,
     todos: Arc<dyn TodoStore>,
+    shell_env: Arc<ShellEnvPolicy>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -107,6 +109,8 @@ pub struct ContextParts {
     pub ruleset: Arc<Ruleset>,
     /// The session todo lists.
     pub todos: Arc<dyn TodoStore>,
+    /// Which environment variables commands inherit.
+    pub shell_env: Arc<ShellEnvPolicy>,
 }
 
 impl ToolContext {
@@ -123,6 +127,7 @@ impl ToolContext {
             permissions,
             ruleset,
             todos,
+            shell_env,
         } = parts;
         Self {
             session_id,
@@ -135,7 +140,13 @@ impl ToolContext {
             permissions,
             ruleset,
             todos,
+            shell_env,
         }
+    }
+
+    /// Which environment variables commands inherit.
+    pub fn shell_env(&self) -> &ShellEnvPolicy {
+        &self.shell_env
     }
 
     /// The calling session.

@@ -10,6 +10,7 @@ use crate::context::{ContextParts, ProgressSink, ToolContext};
 use crate::error::ToolError;
 use crate::permission::PermissionEngine;
 use crate::registry::ToolRegistry;
+use crate::shell_env::ShellEnvPolicy;
 use crate::todo::{MemoryTodos, TodoStore};
 use crate::tool::ToolSuccess;
 use crate::tools::blocking;
@@ -64,6 +65,7 @@ pub struct ToolExecutor {
     permissions: Arc<PermissionEngine>,
     todos: Arc<dyn TodoStore>,
     continue_loop_on_deny: bool,
+    shell_env: Arc<ShellEnvPolicy>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -86,12 +88,19 @@ impl ToolExecutor {
             permissions,
             todos: Arc::new(MemoryTodos::default()),
             continue_loop_on_deny: false,
+            shell_env: Arc::new(ShellEnvPolicy::default()),
         }
     }
 
     /// Keeps todo lists in `todos` instead of memory.
     pub fn with_todos(mut self, todos: Arc<dyn TodoStore>) -> Self {
         self.todos = todos;
+        self
+    }
+
+    /// Sets which environment variables commands inherit (config `shell_env`).
+    pub fn with_shell_env(mut self, policy: ShellEnvPolicy) -> Self {
+        self.shell_env = Arc::new(policy);
         self
     }
 
@@ -156,6 +165,7 @@ impl ToolExecutor {
             permissions: self.permissions.clone(),
             ruleset: scope.ruleset.clone(),
             todos: self.todos.clone(),
+            shell_env: self.shell_env.clone(),
         });
         let execution = tool.execute(call.input.clone(), &ctx);
         tokio::pin!(execution);

@@ -124,7 +124,8 @@ pub async fn assemble(
     };
     let tools = Arc::new(
         ToolExecutor::new(builtin_registry()?, workspace, permissions.clone())
-            .with_continue_loop_on_deny(config.continue_loop_on_deny()),
+            .with_continue_loop_on_deny(config.continue_loop_on_deny())
+            .with_shell_env(config.shell_env.policy()),
     );
     let snapshots: Arc<dyn Snapshotter> = match config.snapshot_enabled() {
         true => match GitSnapshotter::open(&setup.cwd, &setup.data_dir).await {

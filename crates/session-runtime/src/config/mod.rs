@@ -44,6 +44,6 @@ pub use package::api_for_package;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use types::{
     AgentConfig, AgentMode, Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, SnapshotRetentionConfig, TierConfig,
-    Timeout,
+    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, ShellEnvConfig, SnapshotRetentionConfig,
+    TierConfig, Timeout,
 };

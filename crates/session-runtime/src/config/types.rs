@@ -52,6 +52,9 @@ pub struct Config {
     /// Ours: how long and how much of the snapshot store is kept (SPEC 13 housekeeping).
     #[serde(skip_serializing_if = "is_default")]
     pub snapshot_retention: SnapshotRetentionConfig,
+    /// Ours: which environment variables the bash tool's commands inherit.
+    #[serde(skip_serializing_if = "is_default")]
+    pub shell_env: ShellEnvConfig,
     /// Experimental switches.
     #[serde(skip_serializing_if = "is_default")]
     pub experimental: ExperimentalConfig,
@@ -101,6 +104,31 @@ pub struct SnapshotRetentionConfig {
     /// The snapshot store's size bound in MiB (default 1024).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_size_mb: Option<u64>,
+}
+
+/// `shell_env` (ours): variables whose names match `exclude` (after the default patterns for
+/// keys, secrets, tokens and passwords) are not passed to commands; `include` keeps a variable
+/// whatever the excludes say. Patterns use `*` and ignore case.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ShellEnvConfig {
+    /// Name patterns to drop besides the defaults.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// Name patterns to keep even when an exclude matches.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+}
+
+impl ShellEnvConfig {
+    /// The policy the bash tool applies.
+    pub fn policy(&self) -> session_tools::ShellEnvPolicy {
+        session_tools::ShellEnvPolicy {
+            exclude: self.exclude.clone(),
+            include: self.include.clone(),
+            default_excludes: true,
+        }
+    }
 }
 
 /// `experimental` switches that this runtime reads.

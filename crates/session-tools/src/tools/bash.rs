@@ -294,6 +294,9 @@ impl BashTool {
             .arg("-c")
             .arg(&args.command)
             .current_dir(workdir)
+            // Secrets stay out of what commands (and so the model) can read.
+            .env_clear()
+            .envs(ctx.shell_env().filter(std::env::vars_os()))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
