@@ -167,6 +167,9 @@ fn project(dir: &Path, base_url: &str) -> Result<()> {
         }}
     });
     std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config)?)?;
+    // HOME is the folder above the project: its config is trusted as `session trust` would.
+    let home = dir.parent().context("the project has a parent folder")?;
+    session_testkit::trust_folder(home, dir)?;
     Ok(())
 }
 

@@ -52,6 +52,8 @@ fn project(dir: &Path, api: Api, base_url: &str) {
         }}
     });
     std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    // The tests run with HOME one level above the project; the project's config is trusted.
+    session_testkit::trust_folder(dir.parent().unwrap(), dir).unwrap();
 }
 
 /// One finished `session run` and what the server saw.

@@ -189,6 +189,12 @@ fn load_config(session: &Path, dir: &Path, block: &Block) -> Result<()> {
     let project = dir.join("project");
     std::fs::create_dir_all(&project).with_context(|| format!("create {}", project.display()))?;
     std::fs::write(project.join("session.jsonc"), &block.text).context("write session.jsonc")?;
+    // The examples are what a user puts in a folder they trust: trust it as they would.
+    let mut trust = Command::new(session);
+    trust.arg("trust").current_dir(&project);
+    sandboxed(&mut trust, session, dir)?;
+    let trusted = trust.output().context("cannot run session trust")?;
+    ensure!(trusted.status.success(), "session trust failed: {}", String::from_utf8_lossy(&trusted.stderr));
     let mut command = Command::new(session);
     command.args(["run", "--model", &format!("{NO_PROVIDER}/none"), "hello"]).current_dir(&project);
     sandboxed(&mut command, session, dir)?;

@@ -490,6 +490,20 @@ fn serve(binary: &Path, provider_url: &str, database: Option<&str>) -> Result<Se
         }}
     });
     std::fs::write(project.join("session.json"), serde_json::to_string_pretty(&config)?)?;
+    // The project's provider endpoint applies only in a trusted folder, as for a user.
+    let trusted = Command::new(binary)
+        .arg("trust")
+        .current_dir(&project)
+        .env_clear()
+        .env("HOME", dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .output()
+        .with_context(|| format!("cannot run {} trust", binary.display()))?;
+    anyhow::ensure!(
+        trusted.status.success(),
+        "session trust failed: {}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
     let stderr = std::fs::File::create(dir.path().join("serve.stderr"))?;
     let mut command = Command::new(binary);
     command.args(["serve", "--port", "0", "--model", "mock/m"]);

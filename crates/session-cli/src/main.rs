@@ -82,6 +82,19 @@ enum Command {
     },
     /// Serves the HTTP API OpenCode's clients speak (sessions, prompts, events).
     Serve(ServeArgs),
+    /// Trusts a project folder (its git root), so its session.json applies in full: provider
+    /// endpoints, keys and headers, allow rules, the database. Untrusted folders' configs are
+    /// applied without those.
+    Trust {
+        /// The folder (default: the current one).
+        path: Option<PathBuf>,
+        /// Stop trusting the folder instead.
+        #[arg(long, conflicts_with = "list")]
+        remove: bool,
+        /// Print the trusted folders.
+        #[arg(long)]
+        list: bool,
+    },
     /// Lists the models of the catalog.
     Models {
         /// Only this provider's models.
@@ -420,6 +433,23 @@ fn run(command: Command) -> Result<ExitCode> {
             let options =
                 session_cli::serve::ServeOptions { setup, hostname: args.hostname, port: args.port, token };
             async_runtime()?.block_on(session_cli::serve::serve(options))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Trust { path, remove, list } => {
+            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let home = env.get("HOME").map(PathBuf::from);
+            let folder = match path {
+                Some(path) => path,
+                None => std::env::current_dir().context("cannot read the working directory")?,
+            };
+            let action = if list {
+                session_cli::trust::TrustAction::List
+            } else if remove {
+                session_cli::trust::TrustAction::Remove(folder)
+            } else {
+                session_cli::trust::TrustAction::Add(folder)
+            };
+            session_cli::trust::trust(&action, &env, home.as_deref(), &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { provider } => {

@@ -132,7 +132,10 @@ pub async fn open_store_with(
 /// Builds the runtime `session run` and `session serve` use (session-runtime's
 /// [`session_runtime::assemble`]) and prints the configuration's warnings.
 pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> Result<Assembled> {
-    let assembled = session_runtime::assemble(setup, asker).await?;
+    let mut assembled = session_runtime::assemble(setup, asker.clone()).await?;
+    if crate::trust::ask_once(&assembled.warnings, &setup.cwd, &setup.env, setup.home.as_deref()) {
+        assembled = session_runtime::assemble(setup, asker).await?;
+    }
     for warning in &assembled.warnings {
         eprintln!("session: warning: {warning}");
     }

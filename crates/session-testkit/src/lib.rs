@@ -21,8 +21,10 @@
 mod api;
 mod listener;
 mod server;
+mod trust;
 mod wire;
 
 pub use api::{ApiClient, Events, PATIENCE};
 pub use server::{RecordedRequest, SENT_US, TestServer, Violation};
+pub use trust::trust_folder;
 pub use wire::{WireFacts, read as read_request};

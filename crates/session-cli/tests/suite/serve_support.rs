@@ -28,6 +28,8 @@ pub fn project(dir: &Path, base_url: &str) {
         }}
     });
     std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    // The tests run with HOME one level above the project; the project's config is trusted.
+    session_testkit::trust_folder(dir.parent().unwrap(), dir).unwrap();
 }
 
 /// The runtime setup of a project under `root` (project in `root/project`, data in

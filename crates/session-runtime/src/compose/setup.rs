@@ -15,7 +15,7 @@ use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, 
 use super::ComposeError;
 use super::agents::configured_agents;
 use super::models::ConfiguredModels;
-use crate::config::{ConfigWarning, FsResolver, discover_in, load, user_config_dir};
+use crate::config::{ConfigWarning, FsResolver, TrustList, discover_from, load, user_config_dir};
 use crate::engine::{GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.
@@ -78,6 +78,21 @@ pub async fn open_store(
     session_store::open(&config, options).await.map_err(ComposeError::Store)
 }
 
+/// The user's config folder: `$XDG_CONFIG_HOME/session` when that is set, else
+/// `~/.config/session`.
+pub fn user_dir(env: &HashMap<String, String>, home: Option<&Path>) -> Option<PathBuf> {
+    env.get("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| PathBuf::from(dir).join("session"))
+        .or_else(|| home.map(user_config_dir))
+}
+
+/// The project folder a run in `cwd` belongs to, as trust sees it: the git root above `cwd`,
+/// else `cwd` itself.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    crate::config::trust_root(cwd)
+}
+
 /// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
 /// permission asks, snapshots and agents.
 pub async fn assemble(
@@ -85,14 +100,16 @@ pub async fn assemble(
     asker: Arc<dyn PermissionAsker>,
 ) -> Result<Assembled, ComposeError> {
     // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
-    let user_dir = setup
-        .env
-        .get("XDG_CONFIG_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(|dir| PathBuf::from(dir).join("session"))
-        .or_else(|| setup.home.as_deref().map(user_config_dir));
-    let sources =
-        discover_in(&setup.cwd, user_dir.as_deref(), setup.env.get("SESSION_CONFIG").map(PathBuf::from));
+    let user_dir = user_dir(&setup.env, setup.home.as_deref());
+    let mut sources = discover_from(
+        &setup.cwd,
+        setup.home.as_deref(),
+        user_dir.as_deref(),
+        setup.env.get("SESSION_CONFIG").map(PathBuf::from),
+    );
+    // A project layer applies in full only in a folder the user trusted (`session trust`).
+    let trust = user_dir.as_deref().map(TrustList::load).unwrap_or_default();
+    sources.trusted = trust.trusted;
     let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
     let loaded = load(&sources, &resolver)?;
     let config = loaded.config;

@@ -165,7 +165,7 @@ pub(crate) fn check_layer(value: &mut Value, path: &Path) -> Result<Vec<ConfigWa
     Ok(ignored
         .into_iter()
         .filter(|segments| !accepted(segments))
-        .map(|segments| ConfigWarning { path: path.to_path_buf(), key: segments.join(".") })
+        .map(|segments| ConfigWarning::unknown(path, segments.join(".")))
         .filter(|warning| seen.insert(warning.key.clone()))
         .collect())
 }

@@ -12,9 +12,23 @@ pub struct ConfigSources {
     pub project: Vec<PathBuf>,
     /// The file named by `SESSION_CONFIG`; it must exist.
     pub explicit: Option<PathBuf>,
+    /// The outermost folder the project files were looked for in (the git root, the home
+    /// folder, or the start folder): what is trusted, and where an untrusted layer's
+    /// `{file:...}` references must stay.
+    pub project_root: Option<PathBuf>,
+    /// The folders the user trusts (see [`super::TrustList`]): a project file in one of them
+    /// applies in full; any other is restricted by [`super::restrict_untrusted`].
+    pub trusted: Vec<PathBuf>,
 }
 
 impl ConfigSources {
+    /// True when the project file `path` lies in a trusted folder.
+    pub fn is_trusted(&self, path: &Path) -> bool {
+        let folder = path.parent().unwrap_or(path);
+        let folder = folder.canonicalize().unwrap_or_else(|_| folder.to_path_buf());
+        self.trusted.iter().any(|trusted| folder.starts_with(trusted))
+    }
+
     /// Every file in load order, lowest first.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
         self.user.iter().chain(&self.project).chain(&self.explicit).map(PathBuf::as_path)
@@ -34,16 +48,17 @@ pub fn user_config_dir(home: &Path) -> PathBuf {
 ///
 /// - the user layer: `config.json` and `config.jsonc` in [`user_config_dir`] of `home_dir`;
 /// - the project layer: `session.json` and `session.jsonc` in `start_dir` and each directory
-///   above it, up to and including the git root (the first directory holding `.git`), or up to
-///   the filesystem root outside a repository, as OpenCode walks up to its worktree. Outer
-///   directories come first, so the one nearest to `start_dir` wins;
+///   above it, up to and including the git root (the first directory holding `.git`) or the
+///   home folder, whichever comes first; outside both, `start_dir` alone (a walk up to `/tmp`
+///   or `/` would read other people's files). Outer directories come first, so the one
+///   nearest to `start_dir` wins;
 /// - the explicit layer: `session_config` (the value of `SESSION_CONFIG`, which the caller
 ///   reads), relative to `start_dir`.
 ///
 /// Where a directory holds both spellings, both load and `.jsonc` wins.
 pub fn discover(start_dir: &Path, home_dir: Option<&Path>, session_config: Option<PathBuf>) -> ConfigSources {
     let user_dir = home_dir.map(user_config_dir);
-    discover_in(start_dir, user_dir.as_deref(), session_config)
+    discover_from(start_dir, home_dir, user_dir.as_deref(), session_config)
 }
 
 /// Like [`discover`], with the user layer read from `user_dir` itself (for example
@@ -53,19 +68,41 @@ pub fn discover_in(
     user_dir: Option<&Path>,
     session_config: Option<PathBuf>,
 ) -> ConfigSources {
+    discover_from(start_dir, None, user_dir, session_config)
+}
+
+/// Like [`discover_in`], with the home folder that stops the walk up.
+pub fn discover_from(
+    start_dir: &Path,
+    home_dir: Option<&Path>,
+    user_dir: Option<&Path>,
+    session_config: Option<PathBuf>,
+) -> ConfigSources {
     let user = user_dir.map(|dir| existing(dir, &USER_FILES)).unwrap_or_default();
 
     let mut dirs = Vec::new();
+    let mut stopped = false;
     for dir in start_dir.ancestors() {
         dirs.push(dir);
-        if dir.join(".git").exists() {
+        if dir.join(".git").exists() || home_dir.is_some_and(|home| dir == home) {
+            stopped = true;
             break;
         }
     }
+    if !stopped {
+        dirs.truncate(1);
+    }
+    let project_root = dirs.last().map(|dir| dir.to_path_buf());
     let project = dirs.iter().rev().flat_map(|dir| existing(dir, &PROJECT_FILES)).collect();
 
     let explicit = session_config.map(|path| start_dir.join(path));
-    ConfigSources { user, project, explicit }
+    ConfigSources { user, project, explicit, project_root, trusted: Vec::new() }
+}
+
+/// The folder `session trust` in `cwd` trusts: the git root above it, else `cwd` itself (never
+/// the whole home folder).
+pub fn trust_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors().find(|dir| dir.join(".git").exists()).unwrap_or(cwd).to_path_buf()
 }
 
 fn existing(dir: &Path, names: &[&str]) -> Vec<PathBuf> {

@@ -89,17 +89,43 @@ fn display_key(key: &str) -> &str {
     if key.is_empty() { "the whole file" } else { key }
 }
 
-/// A key that no layer of the schema knows: reported once per file and key, never fatal.
+/// A key of a config file that was not applied: reported once per file and key, never fatal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ConfigWarning {
     /// The config file that holds the key.
     pub path: PathBuf,
-    /// Dot-separated key path, for example `provider.openai.foo`.
+    /// Dot-separated key path, for example `provider.openai.foo`, or a refused substitution.
     pub key: String,
+    /// Why it was not applied.
+    pub reason: WarningReason,
+}
+
+/// Why a config key was not applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WarningReason {
+    /// No layer of the schema knows the key.
+    UnknownKey,
+    /// The key is in the config of a project folder the user has not trusted.
+    Untrusted,
+}
+
+impl ConfigWarning {
+    /// A warning for an unknown key.
+    pub fn unknown(path: &std::path::Path, key: impl Into<String>) -> Self {
+        Self { path: path.to_path_buf(), key: key.into(), reason: WarningReason::UnknownKey }
+    }
 }
 
 impl fmt::Display for ConfigWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: unknown key {}", self.path.display(), self.key)
+        match self.reason {
+            WarningReason::UnknownKey => write!(f, "{}: unknown key {}", self.path.display(), self.key),
+            WarningReason::Untrusted => write!(
+                f,
+                "{}: {} ignored: this folder is not trusted (run `session trust` to apply its config in full)",
+                self.path.display(),
+                self.key
+            ),
+        }
     }
 }

@@ -8,9 +8,10 @@ use serde_json::Value;
 
 use super::check::{check_layer, type_error_merged};
 use super::discover::ConfigSources;
-use super::error::{ConfigError, ConfigWarning};
+use super::error::{ConfigError, ConfigWarning, WarningReason};
 use super::merge::merge;
 use super::substitute::{Resolver, substitute};
+use super::trust::{UntrustedResolver, restrict_untrusted};
 use super::types::Config;
 
 /// One checked layer: a file's JSON after substitution and normalisation.
@@ -56,6 +57,15 @@ pub fn load(sources: &ConfigSources, resolver: &dyn Resolver) -> Result<LoadedCo
     let mut layers = Vec::new();
     for path in sources.files() {
         let explicit = sources.explicit.as_deref() == Some(path);
+        let untrusted = sources.project.iter().any(|p| p == path) && !sources.is_trusted(path);
+        if untrusted {
+            let root = sources.project_root.as_deref().or(path.parent()).unwrap_or(path);
+            let confined = UntrustedResolver::new(resolver, root);
+            if let Some(layer) = untrusted_layer(path, &confined)? {
+                layers.push(layer);
+            }
+            continue;
+        }
         let text = match resolver.read_to_string(path) {
             Ok(text) => text,
             Err(error) if error.kind() == io::ErrorKind::NotFound && explicit => {
@@ -68,6 +78,30 @@ pub fn load(sources: &ConfigSources, resolver: &dyn Resolver) -> Result<LoadedCo
         layers.push(parse_layer(&text, path, resolver)?);
     }
     combine(layers)
+}
+
+/// A project layer of an untrusted folder: read through `resolver` (no environment, no file
+/// outside the project), checked, then stripped of what it may not set; every removal and
+/// refused substitution becomes a warning.
+fn untrusted_layer(
+    path: &Path,
+    resolver: &UntrustedResolver<'_>,
+) -> Result<Option<ConfigLayer>, ConfigError> {
+    let text = match resolver.read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
+    };
+    let mut layer = parse_layer(&text, path, resolver)?;
+    let refused = resolver.refused.borrow().clone();
+    for key in refused.into_iter().chain(restrict_untrusted(&mut layer.value)) {
+        layer.warnings.push(ConfigWarning {
+            path: path.to_path_buf(),
+            key,
+            reason: WarningReason::Untrusted,
+        });
+    }
+    Ok(Some(layer))
 }
 
 /// Merges checked layers, lowest first, into the typed configuration.

@@ -34,14 +34,16 @@ mod load;
 mod merge;
 mod package;
 mod substitute;
+mod trust;
 mod types;
 
-pub use discover::{ConfigSources, discover, discover_in, user_config_dir};
-pub use error::{ConfigError, ConfigWarning};
+pub use discover::{ConfigSources, discover, discover_from, discover_in, trust_root, user_config_dir};
+pub use error::{ConfigError, ConfigWarning, WarningReason};
 pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
 pub use merge::merge;
 pub use package::api_for_package;
 pub use substitute::{FsResolver, Resolver, substitute};
+pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{
     AgentConfig, AgentMode, Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,
     ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, ShellEnvConfig, SnapshotRetentionConfig,

@@ -58,7 +58,9 @@ impl Tree {
     ) -> Result<LoadedConfig, ConfigError> {
         let start = self.path(cwd);
         fs::create_dir_all(&start).unwrap();
-        let sources = discover(&start, Some(&self.home()), explicit.map(PathBuf::from));
+        let mut sources = discover(&start, Some(&self.home()), explicit.map(PathBuf::from));
+        // These tests are about layering: the project is one the user trusted.
+        sources.trusted = vec![self.root().canonicalize().unwrap()];
         load(&sources, &self.resolver(env))
     }
 
@@ -336,15 +338,18 @@ fn layers_merge_user_then_project_outermost_first_then_session_config() {
     );
     let explicit = tree.write("elsewhere/ci.json", r#"{"model": "openai/gpt-4.1", "snapshot": true}"#);
 
-    let sources = discover(&tree.path("repo/app/src"), Some(&tree.home()), Some(explicit.clone()));
+    let mut sources = discover(&tree.path("repo/app/src"), Some(&tree.home()), Some(explicit.clone()));
     assert_eq!(
         sources,
         ConfigSources {
             user: vec![user.clone()],
             project: vec![root.clone(), nested.clone()],
-            explicit: Some(explicit.clone())
+            explicit: Some(explicit.clone()),
+            project_root: Some(tree.path("repo")),
+            trusted: Vec::new(),
         }
     );
+    sources.trusted = vec![tree.path("repo").canonicalize().unwrap()];
     let loaded = load(&sources, &tree.resolver(&[("OPENAI_API_KEY", "sk-1")])).unwrap();
     assert_eq!(loaded.files, [user, root, nested, explicit]);
 
@@ -375,14 +380,18 @@ fn layers_merge_user_then_project_outermost_first_then_session_config() {
 }
 
 #[test]
-fn without_a_git_root_the_walk_goes_to_the_filesystem_root() {
+fn without_a_git_root_the_walk_stops_at_home_or_reads_the_start_folder_only() {
     let tree = Tree::new();
-    let outer = tree.write("plain/session.json", "{}");
-    let inner = tree.write("plain/a/b/session.json", "{}");
-    let sources = discover(&tree.path("plain/a/b"), None, None);
-    // Whatever lies above the temp dir is outside our control; our two files come in order.
-    let ours: Vec<_> = sources.project.iter().filter(|p| p.starts_with(tree.root())).cloned().collect();
-    assert_eq!(ours, [outer, inner]);
+    let outer = tree.write("home/plain/session.json", "{}");
+    let inner = tree.write("home/plain/a/b/session.json", "{}");
+    let above = tree.write("session.json", "{}");
+    let sources = discover(&tree.path("home/plain/a/b"), Some(&tree.home()), None);
+    assert_eq!(sources.project, [outer.clone(), inner.clone()], "the walk stops at the home folder");
+    assert_eq!(sources.project_root, Some(tree.home()));
+    // Outside a repository and the home folder: only the start folder, never /tmp or /.
+    let sources = discover(&tree.path("home/plain/a/b"), None, None);
+    assert_eq!(sources.project, [inner]);
+    assert!(!sources.project.contains(&above) && !sources.project.contains(&outer));
     assert!(sources.user.is_empty());
 }
 
