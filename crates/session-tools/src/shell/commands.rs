@@ -38,7 +38,8 @@ enum Layer {
     /// The command runs as it is.
     Run,
     /// A wrapper: its command starts after `skip` more words.
-    Wrap { skip: usize, privileged: bool, adds: Option<Added> },
+    /// `checked_always`: the wrapper changes who runs the command or its environment.
+    Wrap { skip: usize, checked_always: bool, adds: Option<Added> },
     /// It runs these strings as shell code.
     Strings(Vec<String>),
     /// `find` with `-exec`: these word ranges (of the arguments) are commands.
@@ -71,7 +72,7 @@ impl Walker<'_> {
     }
 
     /// `NAME=value` as a pattern shows it: the value unquoted where static.
-    fn assignment_text(&self, node: Node<'_>) -> String {
+    pub(super) fn assignment_text(&self, node: Node<'_>) -> String {
         match node.child_by_field_name("value") {
             Some(value) => {
                 let head = self.source.get(node.start_byte()..value.start_byte()).unwrap_or_default();
@@ -142,9 +143,11 @@ impl Walker<'_> {
             return;
         }
         if !assignments.is_empty() && !words.is_empty() {
+            // The assignments can make an allowed program run another (`GIT_SSH_COMMAND`,
+            // `RUSTC_WRAPPER`, ...): the line as written is checked too.
             let mut spelled = assignments.to_vec();
             spelled.extend(texts(words));
-            self.spell(spelled, false);
+            self.spell(spelled, true);
         }
         let mut added = added;
         let mut at = 0;
@@ -175,8 +178,8 @@ impl Walker<'_> {
                     self.run(normal, args, &added);
                     return;
                 }
-                Layer::Wrap { skip, privileged, adds } => {
-                    self.spell(normal, privileged);
+                Layer::Wrap { skip, checked_always, adds } => {
+                    self.spell(normal, checked_always);
                     if let Some(adds) = adds {
                         added = adds;
                     }
@@ -207,8 +210,8 @@ impl Walker<'_> {
         self.out.cannot(format!("a command is wrapped in more than {MAX_WRAPPERS} wrappers"));
     }
 
-    fn spell(&mut self, words: Vec<String>, privileged: bool) {
-        self.out.steps.push(Step::Spelling { words, privileged });
+    fn spell(&mut self, words: Vec<String>, checked_always: bool) {
+        self.out.steps.push(Step::Spelling { words, checked_always });
     }
 
     /// A command the analysis could not follow, kept as written so a deny can still match.
@@ -272,7 +275,7 @@ impl Walker<'_> {
 
     /// What the command `name` makes of its arguments.
     fn layer(&mut self, name: &str, args: &[Word], stdin: &Stdin) -> Layer {
-        let wrap = |skip, privileged| Layer::Wrap { skip, privileged, adds: None };
+        let wrap = |skip, checked_always| Layer::Wrap { skip, checked_always, adds: None };
         let options = |spec: &Spec| match skip_options(name, spec, args) {
             Ok(Options::Command(skip)) => wrap(skip, false),
             Ok(Options::NoCommand) => Layer::Run,
@@ -310,7 +313,7 @@ impl Walker<'_> {
             "nice" => nice(args),
             "xargs" => match skip_options(name, &XARGS, args) {
                 Ok(Options::Command(skip)) => {
-                    Layer::Wrap { skip, privileged: false, adds: Some(Added::Input("xargs")) }
+                    Layer::Wrap { skip, checked_always: false, adds: Some(Added::Input("xargs")) }
                 }
                 Ok(Options::NoCommand) => Layer::Run,
                 Err(reason) => Layer::Cannot(reason),
@@ -463,7 +466,7 @@ fn nice(args: &[Word]) -> Layer {
             return Layer::Cannot("an option of nice is built from an expansion".into());
         };
         match value {
-            "--" => return Layer::Wrap { skip: at + 1, privileged: false, adds: None },
+            "--" => return Layer::Wrap { skip: at + 1, checked_always: false, adds: None },
             "-n" | "--adjustment" if args.get(at + 1).is_some_and(|value| value.splits) => {
                 return Layer::Cannot("nice's adjustment is built from an expansion".into());
             }
@@ -479,7 +482,7 @@ fn nice(args: &[Word]) -> Layer {
             _ => break,
         }
     }
-    Layer::Wrap { skip: at, privileged: false, adds: None }
+    Layer::Wrap { skip: at, checked_always: false, adds: None }
 }
 
 /// `find START... EXPRESSION`: each `-exec`/`-execdir`/`-ok`/`-okdir` runs the words up to
@@ -527,6 +530,7 @@ fn find(args: &[Word]) -> Layer {
 }
 
 /// Options, then `NAME=value` words (`env`, `sudo`), then the command.
+/// `privileged`: the wrapper changes who runs the command (`sudo`).
 fn with_assignments(name: &str, args: &[Word], options: Result<Options, String>, privileged: bool) -> Layer {
     let mut at = match options {
         Ok(Options::Command(at)) => at,
@@ -544,5 +548,6 @@ fn with_assignments(name: &str, args: &[Word], options: Result<Options, String>,
         }
         at += 1;
     }
-    Layer::Wrap { skip: at, privileged, adds: None }
+    let assigns = args.get(..at).unwrap_or_default().iter().any(|arg| assignment_name(arg.text()).is_some());
+    Layer::Wrap { skip: at, checked_always: privileged || assigns, adds: None }
 }

@@ -64,9 +64,17 @@ pub enum Step {
     Spelling {
         /// The words as written, quotes removed where static.
         words: Vec<String>,
-        /// True when the wrapper changes who runs the command (`sudo`, `doas`): this spelling
-        /// is checked even where no rule names it.
-        privileged: bool,
+        /// True when the spelling changes who runs the command (`sudo`, `doas`) or its
+        /// environment (assignments, which can make an allowed program run another): it is
+        /// checked even where no rule names it.
+        checked_always: bool,
+    },
+    /// An assignment that reaches the environment of the commands after it: `export X=1`,
+    /// `declare -x`, or a standalone assignment to an all-capitals name (which may already
+    /// be exported). Checked like a command.
+    Environment {
+        /// The assignment's words, quotes removed where static.
+        words: Vec<String>,
     },
     /// A file that a redirection writes (`>`, `>>`, `&>`, `>|`; not `/dev/null` and the like).
     Write {
@@ -105,7 +113,7 @@ impl Step {
     pub fn pattern(&self) -> Option<String> {
         match self {
             Self::Run(run) => Some(run.pattern()),
-            Self::Spelling { words, .. } => Some(words.join(" ")),
+            Self::Spelling { words, .. } | Self::Environment { words } => Some(words.join(" ")),
             Self::Write { .. } => None,
         }
     }
@@ -159,7 +167,8 @@ mod tests {
 
     use super::*;
 
-    /// One line per step: `run`, `spell`, `spell!` (privileged), `write`, `?` (unknown), and
+    /// One line per step: `run`, `spell`, `spell!` (checked always), `env`, `write`, `?`
+    /// (unknown), and
     /// `!` for each reason the line cannot be analysed.
     fn render(command: &str) -> String {
         let analysis = analyse(command);
@@ -169,7 +178,8 @@ mod tests {
                 Step::Run(run) if !run.known => format!("?      {:?}", run.words),
                 Step::Run(run) if run.paths.is_empty() => format!("run    {:?}", run.words),
                 Step::Run(run) => format!("run    {:?} paths {:?}", run.words, run.paths),
-                Step::Spelling { words, privileged: true } => format!("spell! {words:?}"),
+                Step::Spelling { words, checked_always: true } => format!("spell! {words:?}"),
+                Step::Environment { words } => format!("env    {words:?}"),
                 Step::Spelling { words, .. } => format!("spell  {words:?}"),
                 Step::Write { path } => format!("write  {path:?}"),
             };

@@ -104,7 +104,7 @@ impl Walker<'_> {
                 context
             }
             "variable_assignment" => {
-                self.assignment(node);
+                self.assignment(node, parent);
                 context
             }
             "declaration_command" => {
@@ -254,9 +254,8 @@ impl Walker<'_> {
         self.nested(&unescape_backticks(body, in_double_quotes));
     }
 
-    fn assignment(&mut self, node: Node<'_>) {
-        let name = node.child_by_field_name("name").map(|name| text(name, self.source)).unwrap_or_default();
-        let name = name.split('[').next().unwrap_or_default();
+    fn assignment(&mut self, node: Node<'_>, parent: Option<Node<'_>>) {
+        let name = assigned_name(node, self.source);
         if hijacks(name) {
             self.out.cannot(format!("it sets {name}, which changes what later commands run"));
         }
@@ -267,24 +266,61 @@ impl Walker<'_> {
             // Arithmetic on the variable, `${x@P}` or an `eval` elsewhere would run it.
             self.out.cannot(format!("it assigns text that bash could run as a command to {name}"));
         }
+        let standalone =
+            parent.is_none_or(|parent| !matches!(parent.kind(), "command" | "declaration_command"));
+        if standalone && environment_name(name) {
+            let words = vec![self.assignment_text(node)];
+            self.out.steps.push(Step::Environment { words });
+        }
     }
 
-    /// `declare -n`/`local -n` make a name an alias of another variable, which hides what a
-    /// later assignment sets.
+    /// `export`, `declare`, `typeset`, `local`, `readonly`: an environment change when it
+    /// exports (`export`, `-x`) or names an all-capitals variable. `declare -n`/`local -n`
+    /// make a name stand for another variable, which hides what a later assignment sets.
     fn declaration(&mut self, node: Node<'_>) {
         let keyword = node.child(0).map(|child| text(child, self.source)).unwrap_or_default();
-        if !matches!(keyword, "declare" | "typeset" | "local") {
-            return;
-        }
+        let mut words = vec![keyword.to_owned()];
+        let (mut exports, mut environment, mut nameref) = (keyword == "export", false, false);
         let mut cursor = node.walk();
-        let nameref = node.named_children(&mut cursor).any(|child| {
-            let word = text(child, self.source);
-            child.kind() == "word" && word.starts_with('-') && word.contains('n')
-        });
+        for child in node.named_children(&mut cursor) {
+            match child.kind() {
+                "variable_assignment" => {
+                    environment |= environment_name(assigned_name(child, self.source));
+                    words.push(self.assignment_text(child));
+                }
+                "variable_name" => {
+                    environment |= environment_name(text(child, self.source));
+                    words.push(text(child, self.source).to_owned());
+                }
+                _ => {
+                    let option = word(child, self.source);
+                    if let Some(flags) = option.text().strip_prefix('-') {
+                        exports |= flags.contains('x');
+                        nameref |= flags.contains('n') && keyword != "export";
+                    }
+                    words.push(option.text().to_owned());
+                }
+            }
+        }
         if nameref {
             self.out.cannot(format!("`{keyword} -n` makes a variable name stand for another"));
         }
+        if exports || environment {
+            self.out.steps.push(Step::Environment { words });
+        }
     }
+}
+
+/// The variable an assignment sets (`a` for `a[1]=x`).
+fn assigned_name<'s>(node: Node<'_>, source: &'s str) -> &'s str {
+    let name = node.child_by_field_name("name").map(|name| text(name, source)).unwrap_or_default();
+    name.split('[').next().unwrap_or_default()
+}
+
+/// All capitals (digits and `_` allowed): by convention an environment variable, which may be
+/// exported already, so setting it reaches the commands after it.
+fn environment_name(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase()) && !name.chars().any(|c| c.is_ascii_lowercase())
 }
 
 /// The operator token of a redirection (`>`, `>>`, `>&`, ...).

@@ -141,13 +141,13 @@ const OTHER_ROWS: &[(&str, &str)] = &[
     ("cargo test --all -- --nocapture", "allow"),
     ("git status", "allow"),
     ("git status -s && cargo test", "allow"),
-    ("RUST_LOG=debug cargo test", "allow"),
+    ("x=1; cargo test", "allow"),
     ("timeout 60 cargo test", "allow"),
     ("nohup cargo test &", "allow"),
     ("cargo test 2>&1", "allow"),
     ("cargo test > /dev/null 2>&1", "allow"),
     ("cargo test > out.txt", "allow"),
-    ("FOO=$(git status) cargo test", "allow"),
+    ("x=$(git status) && cargo test", "allow"),
     ("cd sub && cargo test", "allow"),
     ("ls", "ask bash"),
     ("git status; ls", "ask bash"),
@@ -157,6 +157,12 @@ const OTHER_ROWS: &[(&str, &str)] = &[
     ("cargo test $(touch x)", "ask bash"),
     ("cargo test <(touch x)", "ask bash"),
     ("sudo cargo test", "ask bash"),
+    // Assignments can make an allowed program run another: the line as written is checked.
+    ("RUST_LOG=debug cargo test", "ask bash"),
+    ("GIT_CONFIG_PARAMETERS=\"'core.fsmonitor=touch x'\" git status", "ask bash"),
+    ("env GIT_SSH_COMMAND=evil git status", "ask bash"),
+    ("export RUSTC_WRAPPER=./evil; cargo test", "ask bash"),
+    ("RUSTFLAGS=-Clinker=./evil; cargo test", "ask bash"),
     ("command -v rm", "ask bash"),
     ("bash script.sh", "ask bash"),
     ("echo x > /dev/null", "ask bash"),
@@ -295,5 +301,33 @@ async fn denied_and_unanalysable_spellings_run_nothing_with_the_real_shell() {
         fx.run("bash", input).await.unwrap();
         let removed = ["x", "y"].iter().any(|marker| !fx.root.join(marker).exists());
         assert!(removed, "{command:?} removed nothing: not a spelling of rm");
+    }
+}
+
+#[tokio::test]
+async fn one_denied_command_refuses_the_whole_line_before_anything_runs() {
+    let fx = Fixture::with(ScriptedAsker::rejecting(), table_rules(), Some("home"));
+    for command in
+        ["echo hi > created; rm x", "touch created && FOO=1 rm x", "cargo test > created \"$(env rm x)\""]
+    {
+        markers(&fx);
+        let error = fx.run("bash", json!({"command": command, "description": "denied"})).await.unwrap_err();
+        assert!(
+            matches!(error, ToolError::Permission(PermissionError::Denied { .. })),
+            "{command:?}: {error:?}"
+        );
+        assert!(fx.asker.asked().is_empty(), "{command:?} asked before the deny");
+        assert!(!fx.root.join("created").exists(), "{command:?} ran a part of the line");
+        assert!(fx.root.join("x").exists());
+    }
+    // Outside the workspace behind an assignment or a wrapper: asked, rejected, kept.
+    let fx = Fixture::with(ScriptedAsker::rejecting(), build_rules(), Some("home"));
+    let target = fx.write_outside("keep.txt", "keep");
+    for command in ["FOO=1 rm {}", "env -i nohup rm -f {}", "bash -c 'cd / && rm {}'"] {
+        let command = command.replace("{}", target.to_str().unwrap());
+        let result = fx.run("bash", json!({"command": command, "description": "outside"})).await;
+        assert!(result.is_err(), "{command:?} ran");
+        assert_eq!(fx.asker.permissions().last().map(String::as_str), Some("external_directory"));
+        assert!(target.exists(), "{command:?} removed the outside file");
     }
 }

@@ -74,7 +74,7 @@ fn malformed_enormous_and_deep_commands_cannot_be_analysed() {
     let deep_finds = format!("{}rm x", "find . -exec ".repeat(2_000));
     // Every string level as deep as the walk follows: the most stack the analysis uses.
     let deepest = (0..6).fold("rm x".to_owned(), |inner, _| {
-        format!("{}{}{}", "$(".repeat(40), format!("bash -c {}", quote(&inner)), ")".repeat(40))
+        format!("{}bash -c {}{}", "$(".repeat(40), quote(&inner), ")".repeat(40))
     });
     for command in [
         deep_finds,

@@ -92,8 +92,9 @@ pub(super) async fn authorize(ctx: &ToolContext, command: &str, workdir: &Path) 
     if unanalysable.is_empty() { ctx.ask(bash).await } else { ctx.ask_anyway(bash).await }
 }
 
-/// One `bash` pattern per command that runs, and the spellings that a rule names (`named`)
-/// or that change who runs the command (`sudo`); in source order, without repeats.
+/// One `bash` pattern per command that runs and per environment change, and the spellings
+/// that a rule names (`named`) or that change who runs the command or its environment
+/// (`sudo`, `FOO=1`); in source order, without repeats.
 pub(crate) fn bash_patterns(analysis: &Analysis, named: impl Fn(&str) -> bool) -> Vec<String> {
     let mut patterns: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
@@ -103,13 +104,14 @@ pub(crate) fn bash_patterns(analysis: &Analysis, named: impl Fn(&str) -> bool) -
                 continue;
             }
             Step::Run(run) => run.pattern(),
-            Step::Spelling { words, privileged } => {
+            Step::Spelling { words, checked_always } => {
                 let pattern = words.join(" ");
-                if !privileged && !named(&pattern) {
+                if !checked_always && !named(&pattern) {
                     continue;
                 }
                 pattern
             }
+            Step::Environment { words } => words.join(" "),
             Step::Write { .. } => continue,
         };
         if seen.insert(pattern.clone()) {
@@ -120,7 +122,8 @@ pub(crate) fn bash_patterns(analysis: &Analysis, named: impl Fn(&str) -> bool) -
 }
 
 /// The "always" patterns: each known command's name (and subcommand for tools that have
-/// them) followed by ` *`; a privileged spelling (`sudo rm x`) only exactly as asked.
+/// them) followed by ` *`; a spelling checked always (`sudo rm x`, `FOO=1 cargo test`) and an
+/// environment change (`export X=1`) only exactly as asked.
 pub(crate) fn always_patterns(analysis: &Analysis) -> Vec<String> {
     let mut always: Vec<String> = analysis
         .steps
@@ -129,7 +132,9 @@ pub(crate) fn always_patterns(analysis: &Analysis) -> Vec<String> {
             Step::Run(run) if run.known && !run.name().is_some_and(|name| CWD_COMMANDS.contains(&name)) => {
                 always_pattern(&run.words)
             }
-            Step::Spelling { words, privileged: true } => Some(words.join(" ")),
+            Step::Spelling { words, checked_always: true } | Step::Environment { words } => {
+                Some(words.join(" "))
+            }
             _ => None,
         })
         .collect();
@@ -219,7 +224,7 @@ fn file_requests(
                     });
                 }
             }
-            Step::Spelling { .. } => {}
+            Step::Spelling { .. } | Step::Environment { .. } => {}
         }
     }
     (files, edits)
@@ -257,7 +262,7 @@ mod tests {
     }
 
     #[test]
-    fn spellings_count_where_named_and_privileged_ones_always() {
+    fn spellings_count_where_named_and_sudo_or_assignments_always() {
         let (patterns, always) = derive("timeout 5 cargo test && sudo rm x", &[]);
         assert_eq!(patterns, ["cargo test", "sudo rm x", "rm x"]);
         assert_eq!(always, ["cargo test *", "rm *", "sudo rm x"]);
