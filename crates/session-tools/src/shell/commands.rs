@@ -4,8 +4,8 @@
 use tree_sitter::Node;
 
 use super::options::{
-    COMMAND, DOAS, EMPTY, ENV, EXEC, Options, SETSID, STDBUF, SUDO, Spec, TIME, TIMEOUT, XARGS,
-    assignment_name, skip_options,
+    COMMAND, DOAS, EMPTY, ENV, EXEC, IONICE, Options, SETSID, STDBUF, SUDO, Spec, TIME, TIMEOUT, WATCH,
+    XARGS, assignment_name, skip_options,
 };
 use super::walk::{Walker, heredoc_is_quoted, operator};
 use super::words::{Word, text, word};
@@ -186,7 +186,8 @@ impl Walker<'_> {
                     at += 1 + skip;
                 }
                 Layer::Strings(strings) => {
-                    self.spell(normal, false);
+                    // `su -c` runs its string as another user, like `sudo`.
+                    self.spell(normal, base == "su");
                     for string in strings {
                         self.nested(&string);
                     }
@@ -254,6 +255,15 @@ impl Walker<'_> {
                         }
                         // `cd -` goes back to a folder the line was already in.
                         Some("-") if name == "cd" || name == "pushd" => continue,
+                        // A path glued to an option: `--target-directory=/x`, `-t/x`.
+                        Some(v) if v.starts_with("--") && v.contains('=') => {
+                            paths.extend(v.split_once('=').map(|(_, path)| path.to_owned()));
+                            continue;
+                        }
+                        Some(v) if v.starts_with('-') && !v.starts_with("--") && v.contains('/') => {
+                            paths.extend(v.get(2..).map(str::to_owned));
+                            continue;
+                        }
                         Some(v) if v.len() > 1 && v.starts_with('-') => continue,
                         Some(v) if name == "chmod" && v.starts_with('+') => continue,
                         _ => {}
@@ -311,6 +321,9 @@ impl Walker<'_> {
                 Err(reason) => Layer::Cannot(reason),
             },
             "nice" => nice(args),
+            "ionice" => options(&IONICE),
+            "su" => su(args),
+            "watch" => watch(args),
             "xargs" => match skip_options(name, &XARGS, args) {
                 Ok(Options::Command(skip)) => {
                     Layer::Wrap { skip, checked_always: false, adds: Some(Added::Input("xargs")) }
@@ -318,7 +331,13 @@ impl Walker<'_> {
                 Ok(Options::NoCommand) => Layer::Run,
                 Err(reason) => Layer::Cannot(reason),
             },
-            "eval" => match args.iter().map(|arg| arg.value.clone()).collect::<Option<Vec<_>>>() {
+            // `eval -- rm x` runs `rm x`: the `--` only ends eval's (absent) options.
+            "eval" => match args
+                .iter()
+                .skip(usize::from(args.first().and_then(|a| a.value.as_deref()) == Some("--")))
+                .map(|arg| arg.value.clone())
+                .collect::<Option<Vec<_>>>()
+            {
                 Some(values) if values.is_empty() => Layer::Run,
                 Some(values) => Layer::Strings(vec![values.join(" ")]),
                 None => Layer::Cannot("eval runs a string that is not literal".into()),
@@ -456,6 +475,63 @@ fn alias(args: &[Word]) -> Layer {
         }
     }
     if strings.is_empty() { Layer::Run } else { Layer::Strings(strings) }
+}
+
+/// `su [options] [user] -c COMMAND`: the command string runs as another user.
+fn su(args: &[Word]) -> Layer {
+    let mut at = 0;
+    while let Some(arg) = args.get(at) {
+        let Some(value) = arg.value.as_deref() else {
+            return Layer::Cannot("an argument of su is built from an expansion".into());
+        };
+        let command = match value {
+            "-c" | "--command" | "--session-command" => args.get(at + 1),
+            v if v.starts_with("--command=") || v.starts_with("--session-command=") => Some(arg),
+            _ => None,
+        };
+        if let Some(command) = command {
+            let string = command
+                .value
+                .as_deref()
+                .map(|v| v.split_once('=').filter(|_| v.starts_with("--")).map_or(v, |(_, s)| s));
+            return match string {
+                Some(string) => Layer::Strings(vec![string.to_owned()]),
+                None => Layer::Cannot("su -c runs a string that is not literal".into()),
+            };
+        }
+        at += 1;
+    }
+    // An interactive shell, with the tool's empty input: it runs nothing.
+    Layer::Run
+}
+
+/// `watch [options] COMMAND...`: the words, joined, run through `sh -c` (or as they are
+/// with `-x`).
+fn watch(args: &[Word]) -> Layer {
+    match skip_options("watch", &WATCH, args) {
+        Ok(Options::Command(skip)) if skip < args.len() => {
+            let exec = args.get(..skip).unwrap_or_default().iter().any(|arg| {
+                arg.value.as_deref().is_some_and(|v| {
+                    v == "--exec" || (v.starts_with('-') && !v.starts_with("--") && v.contains('x'))
+                })
+            });
+            if exec {
+                return Layer::Wrap { skip, checked_always: false, adds: None };
+            }
+            match args
+                .get(skip..)
+                .unwrap_or_default()
+                .iter()
+                .map(|arg| arg.value.clone())
+                .collect::<Option<Vec<_>>>()
+            {
+                Some(words) => Layer::Strings(vec![words.join(" ")]),
+                None => Layer::Cannot("watch runs a command that is not literal".into()),
+            }
+        }
+        Ok(_) => Layer::Run,
+        Err(reason) => Layer::Cannot(reason),
+    }
 }
 
 /// `nice [-n N | -N | --adjustment=N] COMMAND`.

@@ -186,5 +186,31 @@ pub(super) const XARGS: Spec = Spec {
     long_valued: &["arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"],
     ..EMPTY
 };
+pub(super) const IONICE: Spec = Spec {
+    flags: "t",
+    valued: "cnPpu",
+    long_flags: &["ignore"],
+    long_valued: &["class", "classdata", "pid", "pgid", "uid"],
+    ..EMPTY
+};
+pub(super) const WATCH: Spec = Spec {
+    flags: "bcCdegprtwx",
+    valued: "nq",
+    long_flags: &[
+        "beep",
+        "color",
+        "no-color",
+        "differences",
+        "errexit",
+        "chgexit",
+        "precise",
+        "no-rerun",
+        "no-title",
+        "no-wrap",
+        "exec",
+    ],
+    long_valued: &["interval", "equexit"],
+    ..EMPTY
+};
 pub(super) const EMPTY: Spec =
     Spec { flags: "", valued: "", glued: "", long_flags: &[], long_valued: &[], no_exec: &[], refused: &[] };

@@ -120,6 +120,10 @@ const RM_SPELLINGS: &[(&str, &str)] = &[
     ("bash -c \"bash -c 'rm x'\"", "deny"),
     ("eval \"rm x\"", "deny"),
     ("eval rm x", "deny"),
+    ("eval -- rm x", "deny"),
+    ("su -c 'rm x'", "deny"),
+    ("watch -n 1 rm x", "deny"),
+    ("ionice -c 3 rm x", "deny"),
     ("cat <(rm x)", "deny"),
     ("echo >(rm x)", "deny"),
     ("/bin/rm x", "deny"),
@@ -190,6 +194,8 @@ const EXTERNAL_ROWS: &[(&str, &str)] = &[
     ("/bin/rm -- {OUT}/f", "ask external_directory"),
     ("find {OUT} -exec rm {} +", "ask external_directory"),
     ("echo x | tee {OUT}/f", "ask external_directory"),
+    ("cp -t {OUT} x", "ask external_directory"),
+    ("cp --target-directory={OUT} x", "ask external_directory"),
     ("echo x > {OUT}/f", "ask external_directory"),
     ("echo x >> ~/.bashrc", "ask external_directory"),
     ("echo x &> {OUT}/f", "ask external_directory"),
@@ -256,8 +262,9 @@ async fn spellings_of_commands_get_the_verdict_of_what_runs() {
 /// Rows whose `rm` runs in the background or needs a program this machine may lack: the
 /// sanity run below skips them (the refusal run does not).
 fn runs_rm_reliably(command: &str) -> bool {
-    let background = ["nohup rm x &", "coproc rm x", "echo >(rm x)"];
-    let missing = ["sudo", "doas", "busybox", "zsh"].into_iter().any(|program| {
+    // `watch` runs its command until it is killed.
+    let background = ["nohup rm x &", "coproc rm x", "echo >(rm x)", "watch -n 1 rm x"];
+    let missing = ["sudo", "doas", "busybox", "zsh", "su", "ionice"].into_iter().any(|program| {
         command.split_whitespace().any(|word| word == program)
             && !std::process::Command::new("sh")
                 .arg("-c")
