@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use session_core::{
-    JsonObject, MessageId, SessionId, permission::PermissionRequest, permission::Ruleset,
+    JsonObject, MessageId, SessionId, permission::PermissionRequest, permission::Rule, permission::Ruleset,
     permission::ToolCallRef,
 };
 use tokio_util::sync::CancellationToken;
@@ -200,6 +200,23 @@ impl ToolContext {
         self.permissions.ask(&self.session_id, request, Some(tool), &self.ruleset, &self.abort).await
     }
 
+    /// Asks for `request` even when the rules allow it (a deny still refuses): for a call
+    /// whose patterns cannot be trusted to describe what it would do.
+    pub async fn ask_anyway(&self, request: PermissionRequest) -> Result<(), ToolError> {
+        let tool = ToolCallRef { message_id: self.message_id.clone(), call_id: self.call_id.clone() };
+        self.permissions.ask_anyway(&self.session_id, request, Some(tool), &self.ruleset, &self.abort).await
+    }
+
+    /// Fails as a deny would when the call's rules deny any pattern of `request`; asks nothing.
+    pub fn check_denied(&self, request: &PermissionRequest) -> Result<(), ToolError> {
+        self.permissions.check_denied(&self.session_id, request, &self.ruleset)
+    }
+
+    /// The rule that decides `pattern` under `permission` for this call, if any.
+    pub fn deciding_rule(&self, permission: &str, pattern: &str) -> Option<Rule> {
+        self.permissions.deciding_rule(&self.session_id, permission, pattern, &self.ruleset)
+    }
+
     /// Asks `permission` for `patterns`, with `always` patterns and metadata.
     pub async fn ask_for(
         &self,
@@ -221,8 +238,17 @@ impl ToolContext {
 
     /// Asks `external_directory` for `path` when it lies outside the workspace.
     pub async fn check_external(&self, path: &Path, kind: PathKind) -> Result<(), ToolError> {
+        match self.external_request(path, kind) {
+            Some(request) => self.ask(request).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The `external_directory` ask for `path` (its folder, for a file), or `None` when it
+    /// lies inside the workspace.
+    pub fn external_request(&self, path: &Path, kind: PathKind) -> Option<PermissionRequest> {
         if self.workspace.contains(path) {
-            return Ok(());
+            return None;
         }
         let dir = match kind {
             PathKind::Directory => path.to_path_buf(),
@@ -233,6 +259,11 @@ impl ToolContext {
         let mut metadata = JsonObject::new();
         metadata.insert("filepath".into(), Value::String(path.to_string_lossy().into_owned()));
         metadata.insert("parentDir".into(), Value::String(dir_text));
-        self.ask_for("external_directory", vec![glob.clone()], vec![glob], metadata).await
+        Some(PermissionRequest {
+            permission: "external_directory".into(),
+            patterns: vec![glob.clone()],
+            always: vec![glob],
+            metadata,
+        })
     }
 }

@@ -21,8 +21,10 @@
 //! model request; and it reads no environment variables (the `bash` child inherits the
 //! environment of the process, which is intended).
 //!
-//! **`bash` is not sandboxed.** It runs commands with the user's rights; only the `bash`
-//! permission governs it. The confinement applies to the file tools alone.
+//! **`bash` is not sandboxed.** It runs commands with the user's rights; permissions alone
+//! govern it, with one `bash` pattern per command that [`shell::analyse`] finds would run
+//! (and `external_directory`/`edit` asks for the files it names and writes). The
+//! confinement applies to the file tools alone.
 
 mod context;
 mod error;
@@ -30,6 +32,7 @@ mod executor;
 mod image;
 mod permission;
 mod registry;
+pub mod shell;
 mod shell_env;
 mod todo;
 mod tool;

@@ -154,6 +154,11 @@ impl PermissionEngine {
             let ask_all = [Rule::new("*", "*", Action::Ask)];
             for ask in pending {
                 let (id, session) = (ask.id.clone(), ask.session_id.clone());
+                if state.asks.is_insisted(&id) {
+                    // Only a reply settles it; the approved rules do not.
+                    let _ = asks.ask_anyway(ask.id, ask.session_id, ask.request, ask.tool, &ask_all);
+                    continue;
+                }
                 if let Ok(AskOutcome::Allowed) =
                     asks.ask(ask.id, ask.session_id, ask.request, ask.tool, &ask_all)
                 {
@@ -208,6 +213,63 @@ impl PermissionEngine {
         ruleset: &[Rule],
         abort: &CancellationToken,
     ) -> Result<(), ToolError> {
+        self.ask_with(session_id, request, tool, ruleset, abort, false).await
+    }
+
+    /// Like [`PermissionEngine::ask`], but asks even when the rules allow every pattern (a
+    /// deny still refuses at once); an "always" answer to another ask does not settle it.
+    pub async fn ask_anyway(
+        &self,
+        session_id: &SessionId,
+        request: PermissionRequest,
+        tool: Option<ToolCallRef>,
+        ruleset: &[Rule],
+        abort: &CancellationToken,
+    ) -> Result<(), ToolError> {
+        self.ask_with(session_id, request, tool, ruleset, abort, true).await
+    }
+
+    /// Fails with the permission error a deny gives when `ruleset` followed by the session's
+    /// approved rules denies any of the request's patterns; asks nothing.
+    pub fn check_denied(
+        &self,
+        session_id: &SessionId,
+        request: &PermissionRequest,
+        ruleset: &[Rule],
+    ) -> Result<(), ToolError> {
+        let sessions = lock(&self.sessions);
+        match sessions.get(session_id) {
+            Some(state) => state.asks.check_denied(request, ruleset),
+            None => PermissionAsks::default().check_denied(request, ruleset),
+        }
+        .map_err(ToolError::from)
+    }
+
+    /// The rule that decides `pattern` under `permission` for a session: the last match in
+    /// `ruleset` followed by the session's approved rules.
+    pub fn deciding_rule(
+        &self,
+        session_id: &SessionId,
+        permission: &str,
+        pattern: &str,
+        ruleset: &[Rule],
+    ) -> Option<Rule> {
+        let sessions = lock(&self.sessions);
+        match sessions.get(session_id) {
+            Some(state) => state.asks.deciding_rule(permission, pattern, ruleset).cloned(),
+            None => PermissionAsks::default().deciding_rule(permission, pattern, ruleset).cloned(),
+        }
+    }
+
+    async fn ask_with(
+        &self,
+        session_id: &SessionId,
+        request: PermissionRequest,
+        tool: Option<ToolCallRef>,
+        ruleset: &[Rule],
+        abort: &CancellationToken,
+        anyway: bool,
+    ) -> Result<(), ToolError> {
         if abort.is_cancelled() {
             return Err(ToolError::Aborted);
         }
@@ -216,7 +278,12 @@ impl PermissionEngine {
         let ask = {
             let mut sessions = lock(&self.sessions);
             let state = sessions.entry(session_id.clone()).or_default();
-            match state.asks.ask(id.clone(), session_id.clone(), request, tool, ruleset)? {
+            let outcome = if anyway {
+                state.asks.ask_anyway(id.clone(), session_id.clone(), request, tool, ruleset)?
+            } else {
+                state.asks.ask(id.clone(), session_id.clone(), request, tool, ruleset)?
+            };
+            match outcome {
                 AskOutcome::Allowed => return Ok(()),
                 AskOutcome::Pending => {}
             }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::rules::{Action, Rule, Ruleset, evaluate, wildcard_match};
+use super::rules::{Action, Rule, Ruleset, evaluate, matching_rule, wildcard_match};
 use crate::id::{MessageId, PermissionId, SessionId};
 use crate::js_json::{JsonObject, stringify};
 
@@ -131,12 +131,66 @@ pub struct Resolution {
 pub struct PermissionAsks {
     approved: Ruleset,
     pending: Vec<PermissionAsk>,
+    /// Pending asks recorded by [`PermissionAsks::ask_anyway`]: only a reply to them settles
+    /// them, never an approved rule.
+    insisted: Vec<PermissionId>,
 }
 
 impl PermissionAsks {
     /// Starts with the rules approved earlier (for example loaded from the store).
     pub fn new(approved: Ruleset) -> Self {
-        Self { approved, pending: Vec::new() }
+        Self { approved, pending: Vec::new(), insisted: Vec::new() }
+    }
+
+    /// Fails with [`PermissionError::Denied`] when `ruleset` followed by the approved rules
+    /// denies any of the request's patterns; records nothing.
+    pub fn check_denied(&self, request: &PermissionRequest, ruleset: &[Rule]) -> Result<(), PermissionError> {
+        let denied = request.patterns.iter().any(|pattern| {
+            evaluate(&request.permission, pattern, &[ruleset, &self.approved]) == Action::Deny
+        });
+        if !denied {
+            return Ok(());
+        }
+        let rules = ruleset
+            .iter()
+            .filter(|rule| wildcard_match(&request.permission, &rule.permission))
+            .cloned()
+            .collect();
+        Err(PermissionError::Denied { rules })
+    }
+
+    /// The rule that decides `pattern` under `permission`: the last match in `ruleset`
+    /// followed by the approved rules.
+    pub fn deciding_rule<'a>(
+        &'a self,
+        permission: &str,
+        pattern: &str,
+        ruleset: &'a [Rule],
+    ) -> Option<&'a Rule> {
+        matching_rule(permission, pattern, &[ruleset, &self.approved])
+    }
+
+    /// True when the pending ask `id` was recorded by [`PermissionAsks::ask_anyway`].
+    pub fn is_insisted(&self, id: &PermissionId) -> bool {
+        self.insisted.contains(id)
+    }
+
+    /// Like [`PermissionAsks::ask`], but records a pending ask even when every pattern is
+    /// allowed (a deny still fails at once): for a request whose patterns cannot be trusted
+    /// to describe what would happen, such as a shell command the analysis cannot follow.
+    /// An approved rule never settles it; only a reply does.
+    pub fn ask_anyway(
+        &mut self,
+        id: PermissionId,
+        session_id: SessionId,
+        request: PermissionRequest,
+        tool: Option<ToolCallRef>,
+        ruleset: &[Rule],
+    ) -> Result<AskOutcome, PermissionError> {
+        self.check_denied(&request, ruleset)?;
+        self.insisted.push(id.clone());
+        self.pending.push(PermissionAsk { id, session_id, request, tool });
+        Ok(AskOutcome::Pending)
     }
 
     /// The rules approved by "always" replies, oldest first.
@@ -159,21 +213,11 @@ impl PermissionAsks {
         tool: Option<ToolCallRef>,
         ruleset: &[Rule],
     ) -> Result<AskOutcome, PermissionError> {
-        let mut needs_ask = false;
-        for pattern in &request.patterns {
-            match evaluate(&request.permission, pattern, &[ruleset, &self.approved]) {
-                Action::Deny => {
-                    let rules = ruleset
-                        .iter()
-                        .filter(|rule| wildcard_match(&request.permission, &rule.permission))
-                        .cloned()
-                        .collect();
-                    return Err(PermissionError::Denied { rules });
-                }
-                Action::Allow => {}
-                Action::Ask => needs_ask = true,
-            }
-        }
+        self.check_denied(&request, ruleset)?;
+        let needs_ask = request
+            .patterns
+            .iter()
+            .any(|pattern| evaluate(&request.permission, pattern, &[ruleset, &self.approved]) == Action::Ask);
         if !needs_ask {
             return Ok(AskOutcome::Allowed);
         }
@@ -196,6 +240,7 @@ impl PermissionAsks {
             return Vec::new();
         };
         let ask = self.pending.remove(index);
+        self.insisted.retain(|id| id != request_id);
         let session_id = ask.session_id.clone();
         match reply {
             Reply::Reject => {
@@ -231,10 +276,12 @@ impl PermissionAsks {
                     result: Ok(()),
                 }];
                 let approved = &self.approved;
+                let insisted = &self.insisted;
                 // Only the approved rules decide here, not the asking agent's ruleset.
                 let (now_allowed, still_pending): (Vec<_>, Vec<_>) =
                     std::mem::take(&mut self.pending).into_iter().partition(|other| {
                         other.session_id == session_id
+                            && !insisted.contains(&other.id)
                             && other.request.patterns.iter().all(|pattern| {
                                 evaluate(&other.request.permission, pattern, &[approved]) == Action::Allow
                             })
@@ -256,6 +303,7 @@ impl PermissionAsks {
         let (rejected, kept): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.pending).into_iter().partition(|ask| &ask.session_id == session_id);
         self.pending = kept;
+        self.insisted.retain(|id| !rejected.iter().any(|ask| &ask.id == id));
         rejected
             .into_iter()
             .map(|ask| Resolution {
@@ -270,6 +318,7 @@ impl PermissionAsks {
     /// Forgets an ask whose waiter went away without a reply; returns it if it was pending.
     pub fn cancel(&mut self, request_id: &PermissionId) -> Option<PermissionAsk> {
         let index = self.pending.iter().position(|ask| &ask.id == request_id)?;
+        self.insisted.retain(|id| id != request_id);
         Some(self.pending.remove(index))
     }
 }

@@ -426,3 +426,37 @@ fn ask_serializes_like_opencode() {
         json!({"permission": "a", "pattern": "b", "action": "deny"})
     );
 }
+
+#[test]
+fn ask_anyway_records_an_allowed_ask_that_approved_rules_never_settle() {
+    let ruleset = vec![rule("*", "*", Action::Allow), rule("bash", "rm *", Action::Deny)];
+    let mut asks = PermissionAsks::default();
+    assert!(matches!(
+        asks.ask_anyway(id(1), session("a"), request("bash", &["ls", "rm x"], &[]), None, &ruleset),
+        Err(PermissionError::Denied { .. })
+    ));
+    assert_eq!(
+        asks.check_denied(&request("bash", &["ls", "rm x"], &[]), &ruleset),
+        Err(PermissionError::Denied { rules: ruleset.clone() })
+    );
+    assert_eq!(asks.check_denied(&request("bash", &["ls"], &[]), &ruleset), Ok(()));
+    assert_eq!(asks.deciding_rule("bash", "rm -rf x", &ruleset), Some(&ruleset[1]));
+    assert_eq!(
+        asks.ask_anyway(id(2), session("a"), request("bash", &["ls"], &["ls *"]), None, &ruleset),
+        Ok(AskOutcome::Pending)
+    );
+    assert!(asks.is_insisted(&id(2)));
+    let ask_all = vec![rule("*", "*", Action::Ask)];
+    assert_eq!(
+        asks.ask(id(3), session("a"), request("bash", &["ls"], &["ls *"]), None, &ask_all),
+        Ok(AskOutcome::Pending)
+    );
+    // "always" on the ordinary ask settles only itself.
+    assert_eq!(asks.reply(&id(3), Reply::Always, None).len(), 1);
+    assert_eq!(asks.pending().len(), 1);
+    assert_eq!(
+        asks.reply(&id(2), Reply::Once, None),
+        vec![Resolution { request_id: id(2), session_id: session("a"), reply: Reply::Once, result: Ok(()) }]
+    );
+    assert!(!asks.is_insisted(&id(2)));
+}

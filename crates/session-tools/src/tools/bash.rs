@@ -3,7 +3,11 @@
 //! code and the output so far in the metadata.
 //!
 //! Not a sandbox: the command runs with the user's rights and environment, and can touch
-//! anything the user can. It is governed only by the `bash` permission.
+//! anything the user can. It is governed by the `bash` permission, with one pattern per
+//! command the [`shell`](crate::shell) analysis finds, and by `external_directory` and
+//! `edit` for the paths it names and the files its redirections write (see `asks.rs`).
+
+mod asks;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -45,37 +49,6 @@ stdout and stderr, with an optional timeout in milliseconds (default 120000, at 
 than 30000 characters is truncated. Commands run with the user's rights: this tool is not sandboxed. Prefer \
 the read, list, glob, grep, edit and write tools over cat, ls, find, grep, sed and echo.";
 
-/// Commands whose path arguments are checked against the workspace (as OpenCode does).
-const PATH_COMMANDS: [&str; 8] = ["cd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown"];
-
-/// Commands whose "always" pattern keeps their subcommand (`git status *`).
-const SUBCOMMAND_TOOLS: [&str; 24] = [
-    "git",
-    "npm",
-    "pnpm",
-    "yarn",
-    "bun",
-    "npx",
-    "cargo",
-    "go",
-    "docker",
-    "kubectl",
-    "pip",
-    "pip3",
-    "uv",
-    "poetry",
-    "apt",
-    "apt-get",
-    "brew",
-    "gh",
-    "dotnet",
-    "deno",
-    "make",
-    "systemctl",
-    "rustup",
-    "helm",
-];
-
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct BashArgs {
     /// The command to execute
@@ -116,76 +89,6 @@ impl BashTool {
     pub fn with_shell(shell: impl Into<PathBuf>) -> Self {
         Self { shell: shell.into() }
     }
-}
-
-/// Splits a command line into its simple commands (at unquoted `;`, `&`, `|`, newlines and
-/// parentheses) and each into words, quotes removed. A rough parse, good enough for
-/// permission patterns; the shell remains the authority on what runs.
-pub(crate) fn split_commands(line: &str) -> Vec<Vec<String>> {
-    let mut commands = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars().peekable();
-    let mut quote: Option<char> = None;
-    let end_word = |word: &mut String, in_word: &mut bool, words: &mut Vec<String>| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-    while let Some(ch) = chars.next() {
-        match quote {
-            Some(q) if ch == q => quote = None,
-            Some('"') if ch == '\\' => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                }
-            }
-            Some(_) => word.push(ch),
-            None => match ch {
-                '\'' | '"' => {
-                    quote = Some(ch);
-                    in_word = true;
-                }
-                '\\' => {
-                    if let Some(next) = chars.next() {
-                        word.push(next);
-                        in_word = true;
-                    }
-                }
-                '&' if word.ends_with('>') || word.ends_with('<') => word.push(ch),
-                ';' | '&' | '|' | '\n' | '(' | ')' => {
-                    end_word(&mut word, &mut in_word, &mut words);
-                    if !words.is_empty() {
-                        commands.push(std::mem::take(&mut words));
-                    }
-                }
-                c if c.is_whitespace() => end_word(&mut word, &mut in_word, &mut words),
-                c => {
-                    word.push(c);
-                    in_word = true;
-                }
-            },
-        }
-    }
-    end_word(&mut word, &mut in_word, &mut words);
-    if !words.is_empty() {
-        commands.push(words);
-    }
-    commands
-}
-
-/// The "always" pattern of a simple command: its name (and subcommand for tools that have
-/// them) followed by ` *`.
-fn always_pattern(words: &[String]) -> Option<String> {
-    let head = words.first()?;
-    if SUBCOMMAND_TOOLS.contains(&head.as_str())
-        && let Some(sub) = words.iter().skip(1).find(|w| !w.starts_with('-'))
-    {
-        return Some(format!("{head} {sub} *"));
-    }
-    Some(format!("{head} *"))
 }
 
 /// Output collected from both pipes, in arrival order, kept up to a cap.
@@ -244,39 +147,7 @@ impl TypedTool for BashTool {
     async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let workdir =
             ctx.resolve_path(args.workdir.as_deref().unwrap_or(""), PathKind::Directory).await?.path;
-        let commands = split_commands(&args.command);
-        for words in &commands {
-            let Some(head) = words.first() else { continue };
-            if !PATH_COMMANDS.contains(&head.as_str()) {
-                continue;
-            }
-            for arg in words.iter().skip(1) {
-                if arg.starts_with('-') || (head == "chmod" && arg.starts_with('+')) {
-                    continue;
-                }
-                let joined = if arg.starts_with('/') || arg.starts_with('~') {
-                    arg.clone()
-                } else {
-                    workdir.join(arg).to_string_lossy().into_owned()
-                };
-                let kind = if head == "cd" { PathKind::Directory } else { PathKind::File };
-                match ctx.workspace().resolve(&joined) {
-                    Ok(resolved) => ctx.check_external(&resolved.path, kind).await?,
-                    // A path we cannot place (`~` without a known home) counts as outside.
-                    Err(_) => ctx.check_external(Path::new(arg), kind).await?,
-                }
-            }
-        }
-        let mut patterns: Vec<String> = commands.iter().map(|words| words.join(" ")).collect();
-        let mut always: Vec<String> = commands.iter().filter_map(|words| always_pattern(words)).collect();
-        patterns.dedup();
-        always.sort();
-        always.dedup();
-        if patterns.is_empty() {
-            patterns.push(args.command.clone());
-        }
-        ctx.ask_for(NAME, patterns, always, object([("command", Value::String(args.command.clone()))]))
-            .await?;
+        asks::authorize(ctx, &args.command, &workdir).await?;
         self.run(&args, &workdir, ctx).await
     }
 }
@@ -422,26 +293,5 @@ impl BashTool {
             metadata.insert("aborted".into(), Value::Bool(true));
         }
         Ok(ToolSuccess::new(args.description.clone(), output, metadata))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_commands_and_quotes() {
-        let commands = split_commands("cd 'a b' && git status -s | grep x; echo \"q;u\" 2>&1 &");
-        assert_eq!(
-            commands,
-            vec![
-                vec!["cd".to_owned(), "a b".to_owned()],
-                vec!["git".into(), "status".into(), "-s".into()],
-                vec!["grep".into(), "x".into()],
-                vec!["echo".into(), "q;u".into(), "2>&1".into()],
-            ]
-        );
-        assert_eq!(always_pattern(&commands[1]), Some("git status *".into()));
-        assert_eq!(always_pattern(&commands[2]), Some("grep *".into()));
     }
 }

@@ -1,10 +1,12 @@
 //! Integration tests of session-tools, one module per area.
 mod bash;
+mod bash_patterns;
 mod doomloop;
 mod executor;
 mod files;
 mod permission;
 mod search;
 mod security;
+mod shell;
 mod support;
 mod tracker;

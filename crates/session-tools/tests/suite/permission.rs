@@ -206,3 +206,48 @@ async fn rejecting_a_session_and_loading_approved_rules() {
     assert_eq!(engine.reject_session(&session("a")).len(), 1);
     assert_eq!(waiting.await.unwrap().unwrap_err().to_string(), PERMISSION_REJECTED_TEXT);
 }
+
+#[tokio::test]
+async fn ask_anyway_asks_what_the_rules_allow_and_only_a_reply_settles_it() {
+    let engine = Arc::new(PermissionEngine::new(Arc::new(ReplyLater)));
+    let allow_all = vec![Rule::new("*", "*", Action::Allow), Rule::new("rm", "*", Action::Deny)];
+    let abort = CancellationToken::new();
+    // A deny still refuses at once, and check_denied says so without asking.
+    let denied = engine.ask_anyway(&session("a"), request("rm", "x"), None, &allow_all, &abort).await;
+    assert!(matches!(denied, Err(ToolError::Permission(PermissionError::Denied { .. }))), "{denied:?}");
+    assert!(engine.check_denied(&session("a"), &request("rm", "x"), &allow_all).is_err());
+    assert!(engine.check_denied(&session("a"), &request("edit", "x"), &allow_all).is_ok());
+    assert_eq!(
+        engine.deciding_rule(&session("a"), "rm", "x", &allow_all),
+        Some(Rule::new("rm", "*", Action::Deny))
+    );
+    let marked = |marker: &str| {
+        let mut request = request("bash", "x");
+        request.metadata.insert("marker".into(), marker.into());
+        request
+    };
+    let insisted = {
+        let (engine, abort, rules, request) =
+            (engine.clone(), abort.clone(), allow_all.clone(), marked("anyway"));
+        tokio::spawn(async move { engine.ask_anyway(&session("a"), request, None, &rules, &abort).await })
+    };
+    let ordinary = {
+        let (engine, abort, request) = (engine.clone(), abort.clone(), marked("ordinary"));
+        tokio::spawn(async move { engine.ask(&session("a"), request, None, &ask_rules(), &abort).await })
+    };
+    while engine.pending(None).len() < 2 {
+        tokio::task::yield_now().await;
+    }
+    let ordinary_id =
+        engine.pending(None).into_iter().find(|ask| ask.request.metadata["marker"] == "ordinary").unwrap().id;
+    // "always" on the ordinary ask approves `bash x`, which does not settle the insisted ask.
+    assert_eq!(engine.reply(&ordinary_id, Reply::Always, None).len(), 1);
+    assert_eq!(engine.pending(None).len(), 1);
+    ordinary.await.unwrap().unwrap();
+    // Loading approved rules does not settle it either; a reply does.
+    engine.load_approved(&session("a"), [Rule::new("bash", "*", Action::Allow)]);
+    let remaining = engine.pending(None);
+    assert_eq!(remaining.len(), 1);
+    engine.reply(&remaining[0].id, Reply::Once, None);
+    insisted.await.unwrap().unwrap();
+}
