@@ -33,8 +33,8 @@ pub use compose::{
 pub use config::{
     AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
     ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
-    PricesConfig, ProviderConfig, ProviderOptions, Resolver, TierConfig, Timeout, api_for_package, combine,
-    discover, discover_in, load, merge, parse_layer, substitute, user_config_dir,
+    PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, TierConfig, Timeout,
+    api_for_package, combine, discover, discover_in, load, merge, parse_layer, substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES,

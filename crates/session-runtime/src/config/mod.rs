@@ -44,5 +44,5 @@ pub use package::api_for_package;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use types::{
     AgentConfig, AgentMode, Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, TierConfig, Timeout,
+    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, ServerConfig, TierConfig, Timeout,
 };
