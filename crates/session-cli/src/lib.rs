@@ -20,6 +20,7 @@ mod run;
 pub mod serve;
 pub mod sessions;
 mod status_line;
+pub mod token;
 
 pub use demo::{DemoSummary, run_demo};
 pub use render::{OutputFormat, Renderer};
