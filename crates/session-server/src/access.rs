@@ -127,18 +127,18 @@ pub struct OriginError {
 
 /// The credential a request presents.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Credential<'a> {
+pub(crate) enum Credential {
     /// No `Authorization` header.
     None,
     /// A bearer token, or the password of Basic authentication.
     Token(String),
     /// An `Authorization` header this server cannot read.
-    Unreadable(&'a str),
+    Unreadable(&'static str),
 }
 
 /// Reads `Authorization`: `Bearer <token>`, or `Basic base64(user:token)` with any user name
 /// (OpenCode's clients send `opencode` unless `OPENCODE_SERVER_USERNAME` says otherwise).
-pub(crate) fn credential(headers: &HeaderMap) -> Credential<'_> {
+pub(crate) fn credential(headers: &HeaderMap) -> Credential {
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Credential::None;
     };
@@ -169,8 +169,9 @@ pub(crate) fn credential(headers: &HeaderMap) -> Credential<'_> {
 /// loopback address. Such names cannot be a rebound DNS name: browsers resolve `localhost`
 /// to loopback themselves, and an address is not resolved at all.
 pub(crate) fn loopback_host(host: &[u8], port: u16) -> bool {
-    let Ok(authority) =
-        std::str::from_utf8(host).map_err(|_| ()).and_then(|h| Authority::from_str(h).map_err(|_| ()))
+    // A Host is a name and a port; user information there is no browser's doing.
+    let Some(Ok(authority)) =
+        std::str::from_utf8(host).ok().filter(|host| !host.contains('@')).map(Authority::from_str)
     else {
         return false;
     };
@@ -307,6 +308,7 @@ mod tests {
             "[::1]",
             "",
             "127.0.0.1:4096:1",
+            "attacker.example@127.0.0.1:4096",
         ] {
             assert!(!loopback_host(bad.as_bytes(), 4096), "{bad}");
         }
