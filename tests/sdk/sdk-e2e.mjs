@@ -3,14 +3,17 @@
 // with a tool call that needs permission, answers the ask from the event stream, and checks
 // the reply, the stored messages and the events. Prints a JSON summary; exits 1 on failure.
 //
-// Environment: SESSION_URL (the server), PROJECT_DIR (the project it serves).
+// Environment: SESSION_URL (the server), PROJECT_DIR (the project it serves), SESSION_TOKEN
+// (the server's token, sent as OpenCode's own clients send OPENCODE_SERVER_PASSWORD: Basic
+// authentication with the user name "opencode").
 
 import { createOpencodeClient } from "@opencode-ai/sdk";
 
 const baseUrl = process.env.SESSION_URL;
 const directory = process.env.PROJECT_DIR;
-if (!baseUrl || !directory) {
-  console.error("SESSION_URL and PROJECT_DIR must be set");
+const token = process.env.SESSION_TOKEN;
+if (!baseUrl || !directory || !token) {
+  console.error("SESSION_URL, PROJECT_DIR and SESSION_TOKEN must be set");
   process.exit(2);
 }
 
@@ -29,7 +32,14 @@ function withTimeout(promise, what, ms = 60000) {
 }
 
 async function main() {
-  const client = createOpencodeClient({ baseUrl, directory });
+  // Without the token the server (started with --require-token) answers 401.
+  const anonymous = createOpencodeClient({ baseUrl, directory });
+  const refused = await anonymous.session.list();
+  check(refused.response.status === 401, "no token is 401", refused.response.status);
+  check(refused.error && refused.error.name === "Unauthorized", "Unauthorized body", refused.error);
+
+  const authorization = `Basic ${Buffer.from(`opencode:${token}`).toString("base64")}`;
+  const client = createOpencodeClient({ baseUrl, directory, headers: { Authorization: authorization } });
 
   // The event stream: every event is kept; waiters resolve on the first match.
   const seen = [];

@@ -1,6 +1,8 @@
 //! `session serve` driven by OpenCode's own v1 client, `@opencode-ai/sdk@1.19.3`, installed by
 //! npm from the committed lockfile (`tests/sdk/`) into a folder under the target directory.
-//! The test fails, and does not skip, when node, npm or the registry is unavailable.
+//! The server runs with `--require-token` and the token it makes; the client sends it the way
+//! OpenCode's own clients send `OPENCODE_SERVER_PASSWORD` (Basic, user `opencode`). The test
+//! fails, and does not skip, when node, npm or the registry is unavailable.
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -96,24 +98,27 @@ async fn the_opencode_sdk_drives_session_serve() {
 
     let binary = session_binary().unwrap();
     let mut child = Command::new(binary)
-        .args(["serve", "--port", "0", "--model", "mock/m"])
+        .args(["serve", "--port", "0", "--model", "mock/m", "--require-token"])
         .current_dir(&project_dir)
         .env("HOME", dir.path())
         .env("XDG_DATA_HOME", dir.path().join("data"))
         .env_remove("SESSION_CONFIG")
         .env_remove("SESSION_SERVER_TOKEN")
+        .env_remove("OPENCODE_SERVER_PASSWORD")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let server = Server(child);
-    let line = tokio::time::timeout(
+    let (line, token_line) = tokio::time::timeout(
         Duration::from_secs(60),
         tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).unwrap();
-            line
+            let mut reader = BufReader::new(stdout);
+            let (mut line, mut token_line) = (String::new(), String::new());
+            reader.read_line(&mut line).unwrap();
+            reader.read_line(&mut token_line).unwrap();
+            (line, token_line)
         }),
     )
     .await
@@ -121,6 +126,16 @@ async fn the_opencode_sdk_drives_session_serve() {
     .unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    // The second line says where the token is, and does not show it.
+    let token_file = dir.path().join("data/session/server.token");
+    assert!(token_line.contains(&token_file.display().to_string()), "{token_line}");
+    let token = std::fs::read_to_string(&token_file).unwrap().trim().to_owned();
+    assert!(!token_line.contains(&token), "the token was printed: {token_line}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
 
     let output = {
         let sdk = sdk.clone();
@@ -130,6 +145,7 @@ async fn the_opencode_sdk_drives_session_serve() {
                 .arg("sdk-e2e.mjs")
                 .current_dir(&sdk)
                 .env("SESSION_URL", &url)
+                .env("SESSION_TOKEN", &token)
                 .env("PROJECT_DIR", &project_dir)
                 .output()
                 .unwrap_or_else(|error| panic!("cannot run node (it is required for this test): {error}"))

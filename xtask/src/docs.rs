@@ -281,7 +281,9 @@ fn served_document(session: &Path, dir: &Path) -> Result<serde_json::Value> {
             bail!("session serve exited ({status}) before answering:\n{stderr}");
         }
         if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            stream.write_all(b"GET /doc HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
+            // The Host names the port: without a token the server answers no other name.
+            let request = format!("GET /doc HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+            stream.write_all(request.as_bytes())?;
             let mut response = String::new();
             stream.read_to_string(&mut response)?;
             break response;

@@ -21,6 +21,7 @@ pub mod serve;
 pub mod sessions;
 mod status_line;
 pub mod terminal;
+pub mod token;
 pub mod trust;
 
 pub use demo::{DemoSummary, run_demo};

@@ -126,9 +126,18 @@ struct ServeArgs {
     /// The address to bind; anything but loopback requires a token.
     #[arg(long, default_value = "127.0.0.1")]
     hostname: String,
-    /// The bearer token requests must carry (default: $SESSION_SERVER_TOKEN).
+    /// The token every request must carry (default: $SESSION_SERVER_TOKEN, else
+    /// $OPENCODE_SERVER_PASSWORD; without either, on loopback, the one in the data folder's
+    /// server.token, which requests on loopback may leave out).
     #[arg(long)]
     token: Option<String>,
+    /// Refuse requests without the token even on loopback.
+    #[arg(long)]
+    require_token: bool,
+    /// A browser origin allowed to send requests: scheme, host and port as a browser sends
+    /// them in Origin (repeatable; added to the configuration's server.cors).
+    #[arg(long = "cors", value_name = "ORIGIN")]
+    cors: Vec<String>,
     /// PostgreSQL URL of the session database (default: the embedded SQLite file); several
     /// servers on one PostgreSQL database serve the same sessions.
     #[arg(long)]
@@ -415,7 +424,11 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Serve(args) => {
             let env: std::collections::HashMap<String, String> = std::env::vars().collect();
             let home = env.get("HOME").map(PathBuf::from);
-            let token = args.token.or_else(|| env.get(session_cli::serve::TOKEN_ENV).cloned());
+            let from_env = |name: &str| env.get(name).filter(|value| !value.trim().is_empty()).cloned();
+            let token = args
+                .token
+                .or_else(|| from_env(session_cli::serve::TOKEN_ENV))
+                .or_else(|| from_env(session_cli::serve::OPENCODE_PASSWORD_ENV));
             let store_options = session_store::StoreOptions {
                 lease_ttl: std::time::Duration::from_millis(args.lease_ttl_ms),
                 ..session_store::StoreOptions::default()
@@ -430,8 +443,14 @@ fn run(command: Command) -> Result<ExitCode> {
                 db: args.db,
                 store_options,
             };
-            let options =
-                session_cli::serve::ServeOptions { setup, hostname: args.hostname, port: args.port, token };
+            let options = session_cli::serve::ServeOptions {
+                setup,
+                hostname: args.hostname,
+                port: args.port,
+                token,
+                require_token: args.require_token,
+                cors: args.cors,
+            };
             async_runtime()?.block_on(session_cli::serve::serve(options))?;
             Ok(ExitCode::SUCCESS)
         }

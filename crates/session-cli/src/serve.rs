@@ -2,15 +2,18 @@
 //! describes, on a listener of its own.
 //!
 //! This module owns what the library leaves to its caller: the address to bind (127.0.0.1
-//! unless told otherwise), the token policy (any address off loopback requires a bearer
-//! token), the link to the other instances on PostgreSQL, and stopping on Ctrl-C or SIGTERM.
+//! unless told otherwise), the token policy (any address off loopback requires a token given
+//! by flag or environment; on loopback one is made and kept in the data folder when none is
+//! given), the browser origins allowed, the link to the other instances on PostgreSQL, and
+//! stopping on Ctrl-C or SIGTERM.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use session_runtime::Runtime;
-use session_server::{BusAsker, ClusterLink, ServerParts};
+use session_server::{Access, AllowedOrigin, BusAsker, ClusterLink, ServerParts};
 use session_store::{PgConfig, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -21,8 +24,13 @@ pub fn routes() -> &'static [(&'static str, &'static str)] {
     session_server::routes()
 }
 
-/// The environment variable holding the bearer token when `--token` is absent.
+/// The environment variable holding the token when `--token` is absent.
 pub const TOKEN_ENV: &str = "SESSION_SERVER_TOKEN";
+
+/// OpenCode's variable for its server's password, read after [`TOKEN_ENV`]: OpenCode's
+/// clients (`opencode attach`, `opencode run --attach`) send it as the Basic password, so the
+/// same variable set for both makes them work together.
+pub const OPENCODE_PASSWORD_ENV: &str = "OPENCODE_SERVER_PASSWORD";
 
 /// Everything `session serve` needs.
 #[derive(Debug, Clone)]
@@ -33,8 +41,14 @@ pub struct ServeOptions {
     pub hostname: String,
     /// The port (0 picks a free one).
     pub port: u16,
-    /// The bearer token requests must carry; required off loopback.
+    /// The token requests may carry; required off loopback. Without it, on loopback, the
+    /// token of the data folder's `server.token` is used (made when missing).
     pub token: Option<String>,
+    /// Refuse requests without the token, even on loopback (always so with a `token` given).
+    pub require_token: bool,
+    /// Browser origins allowed to send requests (`--cors`), besides the configuration's
+    /// `server.cors`.
+    pub cors: Vec<String>,
 }
 
 /// A server accepting requests until stopped.
@@ -45,6 +59,7 @@ pub struct RunningServer {
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     store: Arc<dyn Store>,
     runtime: Arc<Runtime>,
+    token_file: Option<PathBuf>,
 }
 
 impl RunningServer {
@@ -61,6 +76,11 @@ impl RunningServer {
     /// The runtime behind the server.
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
+    }
+
+    /// The file holding the token, when the server made or reused one (no token was given).
+    pub fn token_file(&self) -> Option<&Path> {
+        self.token_file.as_deref()
     }
 
     /// Waits until the server fails or `stop` fires, then shuts down.
@@ -101,20 +121,39 @@ async fn bind_address(hostname: &str, port: u16) -> Result<SocketAddr> {
         .ok_or_else(|| anyhow!("--hostname {hostname:?}: it resolves to no address"))
 }
 
+/// Checks `values` as browser origins; `source` names where they come from in errors.
+fn origins(values: &[String], source: &str) -> Result<Vec<AllowedOrigin>> {
+    values
+        .iter()
+        .map(|value| AllowedOrigin::parse(value).map_err(|error| anyhow!("{source}: {error}")))
+        .collect()
+}
+
 /// Builds the runtime, binds, and starts serving; returns once requests are accepted.
 pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let addr = bind_address(&options.hostname, options.port).await?;
-    let token = options.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-    if !addr.ip().is_loopback() && token.is_none() {
-        bail!(
-            "binding {addr} (not a loopback address) requires a bearer token: pass --token or set {TOKEN_ENV}"
-        );
+    let given = options.token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    if !addr.ip().is_loopback() && given.is_none() {
+        bail!("binding {addr} (not a loopback address) requires a token: pass --token or set {TOKEN_ENV}");
     }
+    let mut allowed = origins(&options.cors, "--cors")?;
     let asker = Arc::new(BusAsker::new());
     let assembled = assemble(&options.setup, asker.clone()).await?;
     let runtime = assembled.runtime;
     let store = assembled.store;
     asker.attach(runtime.bus().clone());
+    for origin in origins(&assembled.server.cors, "server.cors")? {
+        if !allowed.contains(&origin) {
+            allowed.push(origin);
+        }
+    }
+    let (token, token_file) = match given {
+        Some(token) => (token, None),
+        None => {
+            let path = crate::token::token_path(&options.setup.data_dir);
+            (crate::token::load_or_create(&path)?, Some(path))
+        }
+    };
 
     let mut cluster = None;
     if let Some(url) =
@@ -125,32 +164,43 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
             .map_err(|error| anyhow!("cannot listen for the other instances: {error}"))?;
         cluster = Some(link);
     }
-    let shutdown = CancellationToken::new();
-    let app = session_server::router(ServerParts {
-        runtime: runtime.clone(),
-        store: store.clone(),
-        permissions: assembled.permissions,
-        token,
-        cluster,
-        shutdown: shutdown.clone(),
-    });
     let listener =
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    // A token the user gave is required, as it always was; the one made here lets loopback
+    // clients without it in unless --require-token says otherwise.
+    let require_token = options.require_token || token_file.is_none();
+    let access = Access { token: Some(token), require_token, bound: addr, origins: allowed };
+    let shutdown = CancellationToken::new();
+    let mut parts = ServerParts::new(runtime.clone(), store.clone(), assembled.permissions, access);
+    parts.cluster = cluster;
+    parts.shutdown = shutdown.clone();
+    let app = session_server::router(parts);
     let graceful = shutdown.clone();
     let server = tokio::spawn(async move {
         axum::serve(listener, app).with_graceful_shutdown(async move { graceful.cancelled().await }).await
     });
-    Ok(RunningServer { addr, shutdown, server, store, runtime })
+    Ok(RunningServer { addr, shutdown, server, store, runtime, token_file })
 }
 
 /// `session serve`: serves until Ctrl-C (or SIGTERM), printing the address first.
 pub async fn serve(options: ServeOptions) -> Result<()> {
     use std::io::Write as _;
     let server = start(options).await?;
+    let mut banner = format!("session serve listening on {}\n", server.url());
+    // Where the token is, never the token: this line may end up in a log.
+    if let Some(file) = server.token_file() {
+        banner.push_str(&format!(
+            "session serve: the token is in {} (send it as Authorization: Bearer, or as the Basic \
+             password: OPENCODE_SERVER_PASSWORD for opencode's clients)\n",
+            file.display()
+        ));
+    }
     {
+        // One write: a reader that stops after the first line has the rest already, and is
+        // not answered with a broken pipe.
         let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "session serve listening on {}", server.url())?;
+        stdout.write_all(banner.as_bytes())?;
         stdout.flush()?;
     }
     server.run_until(stop_signal()).await

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use session_core::ModelRef;
 use session_llm::{Script, ScriptedProvider};
 use session_runtime::{ProviderEntry, Runtime, RuntimeSettings, StaticModels};
-use session_server::{BusAsker, ServerParts};
+use session_server::{Access, BusAsker, ServerParts};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{PermissionEngine, ToolExecutor, Workspace, builtin_registry};
 
@@ -54,11 +54,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     asker.attach(runtime.bus().clone());
 
-    let parts = ServerParts::new(runtime, store.clone(), permissions);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    // No token: requests naming 127.0.0.1:PORT (or localhost, [::1]) from no web page.
+    let parts = ServerParts::new(runtime, store.clone(), permissions, Access::new(addr));
     let shutdown = parts.shutdown.clone();
     let app = session_server::router(parts);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    println!("serving on http://{}", listener.local_addr()?);
+    println!("serving on http://{addr}");
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             let _ = tokio::signal::ctrl_c().await;

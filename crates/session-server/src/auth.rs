@@ -1,46 +1,62 @@
-//! The bearer token check: every request carries `Authorization: Bearer <token>` when the
-//! server has a token (always when it binds a non-loopback address).
+//! The middleware that applies [`Access`]: browsers first (an `Origin` or `Sec-Fetch-Site`
+//! that is not allowed), then CORS for the allowed origins, then the token or, without it,
+//! the loopback `Host`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::header;
-use axum::middleware::Next;
+use axum::http::{HeaderValue, Method, request::Parts};
+use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
+use tower_http::cors::{AllowHeaders, AllowOrigin, AllowPrivateNetwork, CorsLayer};
 
-use crate::error::ServerError;
+use crate::access::{Access, check_browser, check_credential};
 
-/// Lets a request through when it carries the token; answers 401 otherwise.
-pub(crate) async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
-        .map(str::trim);
-    match given {
-        Some(given) if same(given.as_bytes(), token.as_bytes()) => next.run(request).await,
-        _ => ServerError::Unauthorized.into_response(),
+/// How long a browser may keep a preflight's answer.
+const PREFLIGHT_MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// Wraps `router` in the checks of `access`.
+pub(crate) fn protect(router: Router, access: Access) -> Router {
+    let access = Arc::new(access);
+    // Layers added later run first: the browser check, then CORS, then the credential.
+    let router = router.layer(from_fn_with_state(access.clone(), require_credential));
+    let router = match access.origins.is_empty() {
+        // No origin is allowed, so every request with one is refused before CORS matters.
+        true => router,
+        false => router.layer(cors(access.clone())),
+    };
+    router.layer(from_fn_with_state(access, refuse_browsers))
+}
+
+/// Refuses requests from web pages whose origin is not allowed (403).
+async fn refuse_browsers(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    match check_browser(&access, request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
     }
 }
 
-/// Compares without stopping at the first difference, so timing does not reveal a prefix.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// Lets a request through with the token, or without it on a loopback `Host` when the token
+/// is not required (401 or 421 otherwise).
+async fn require_credential(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
+    match check_credential(&access, request.headers(), request.uri()) {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
     }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-#[cfg(test)]
-mod tests {
-    use super::same;
-
-    #[test]
-    fn tokens_compare_exactly() {
-        assert!(same(b"secret", b"secret"));
-        assert!(!same(b"secret", b"secreT"));
-        assert!(!same(b"secret", b"secret2"));
-        assert!(!same(b"", b"x"));
-    }
+/// CORS for the allowed origins: preflights are answered here (they carry no credential), and
+/// answers to allowed origins get `Access-Control-Allow-Origin`.
+fn cors(access: Arc<Access>) -> CorsLayer {
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::predicate(move |origin: &HeaderValue, _: &Parts| {
+            access.origin_allowed(origin.as_bytes())
+        }))
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        // The SDK adds headers of its own (x-opencode-directory); an allowed page may send any.
+        .allow_headers(AllowHeaders::mirror_request())
+        .allow_private_network(AllowPrivateNetwork::yes())
+        .max_age(PREFLIGHT_MAX_AGE)
 }

@@ -23,9 +23,23 @@ pub enum ServerError {
     /// The session is running here or in another instance (409 `SessionBusyError`).
     #[error("{0}")]
     Busy(String),
-    /// The bearer token is missing or wrong (401 `Unauthorized`).
-    #[error("a bearer token is required: send Authorization: Bearer <token>")]
-    Unauthorized,
+    /// The token is missing or wrong (401 `Unauthorized`); the message says which.
+    #[error("{0}: send Authorization: Bearer <token>, or the token as the password of Basic authentication")]
+    Unauthorized(String),
+    /// A web page of an origin that is not allowed sent the request (403 `Forbidden`).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The request names a `Host` this server does not answer without the token, as a page
+    /// that rebinds its DNS name to loopback does (421 `MisdirectedRequest`).
+    #[error("{0}")]
+    Misdirected(String),
+    /// A body the route reads as JSON is not declared `application/json` (415
+    /// `UnsupportedMediaType`).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// The body is larger than the server reads (413 `PayloadTooLarge`).
+    #[error("{0}")]
+    TooLarge(String),
     /// Anything else: the server failed (500 `UnknownError`).
     #[error("{0}")]
     Internal(String),
@@ -86,9 +100,24 @@ impl IntoResponse for ServerError {
             Self::Busy(message) => {
                 (StatusCode::CONFLICT, json!({"name": "SessionBusyError", "data": {"message": message}}))
             }
-            Self::Unauthorized => (
+            Self::Unauthorized(_) => (
                 StatusCode::UNAUTHORIZED,
-                json!({"name": "Unauthorized", "data": {"message": Self::Unauthorized.to_string()}}),
+                json!({"name": "Unauthorized", "data": {"message": self.to_string()}}),
+            ),
+            Self::Forbidden(message) => {
+                (StatusCode::FORBIDDEN, json!({"name": "Forbidden", "data": {"message": message}}))
+            }
+            Self::Misdirected(message) => (
+                StatusCode::MISDIRECTED_REQUEST,
+                json!({"name": "MisdirectedRequest", "data": {"message": message}}),
+            ),
+            Self::UnsupportedMediaType(message) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                json!({"name": "UnsupportedMediaType", "data": {"message": message}}),
+            ),
+            Self::TooLarge(message) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"name": "PayloadTooLarge", "data": {"message": message}}),
             ),
             Self::Internal(message) => {
                 tracing::warn!(%message, "request failed");

@@ -4,7 +4,10 @@
 //! Paths, JSON bodies and event names follow OpenCode's server API as its v1 client
 //! (`@opencode-ai/sdk`) sends and expects them, for the operations both have (sessions,
 //! messages, prompts, abort, revert, permission replies, `GET /event`); `GET /doc` is the
-//! OpenAPI document. With a bearer token every request must carry it. On PostgreSQL several
+//! OpenAPI document. [`Access`] says who may send requests: with the token any client; without
+//! it only one that names the bound loopback address in `Host` (so a page that rebinds its DNS
+//! name to 127.0.0.1 is refused), and no web page whose origin is not allowed. Bodies read as
+//! JSON must be declared `application/json`. On PostgreSQL several
 //! instances serve the same sessions: a run holds the session's lease in one instance, and
 //! notices between instances ([`ClusterLink`], [`Notice`]) carry every event to every
 //! `/event` stream.
@@ -14,8 +17,10 @@
 //! its wire JSON. Binding a listener, choosing when a token is needed, and signals belong to
 //! the caller (the `session serve` command).
 
+mod access;
 mod asker;
 mod auth;
+mod body;
 mod cluster;
 mod error;
 mod events;
@@ -32,6 +37,7 @@ use session_store::Store;
 use session_tools::PermissionEngine;
 use tokio_util::sync::CancellationToken;
 
+pub use access::{Access, AllowedOrigin, OriginError};
 pub use asker::BusAsker;
 pub use cluster::ClusterLink;
 pub use error::ServerError;
@@ -52,8 +58,8 @@ pub struct ServerParts {
     /// The runtime's permission engine; its asker should be a [`BusAsker`] attached to the
     /// runtime's bus, or asks never reach `/event`.
     pub permissions: Arc<PermissionEngine>,
-    /// The bearer token every request must carry, if any.
-    pub token: Option<String>,
+    /// Who may send requests: the token, the bound address, the browser origins allowed.
+    pub access: Access,
     /// The other instances on the same PostgreSQL database, if any.
     pub cluster: Option<ClusterLink>,
     /// Cancelled to end the event streams and the background tasks (the caller also passes
@@ -62,16 +68,21 @@ pub struct ServerParts {
 }
 
 impl ServerParts {
-    /// Parts without a token, without other instances, with a fresh shutdown token.
-    pub fn new(runtime: Arc<Runtime>, store: Arc<dyn Store>, permissions: Arc<PermissionEngine>) -> Self {
-        Self { runtime, store, permissions, token: None, cluster: None, shutdown: CancellationToken::new() }
+    /// Parts with `access`, without other instances, with a fresh shutdown token.
+    pub fn new(
+        runtime: Arc<Runtime>,
+        store: Arc<dyn Store>,
+        permissions: Arc<PermissionEngine>,
+        access: Access,
+    ) -> Self {
+        Self { runtime, store, permissions, access, cluster: None, shutdown: CancellationToken::new() }
     }
 }
 
 impl std::fmt::Debug for ServerParts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerParts")
-            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("access", &self.access)
             .field("cluster", &self.cluster.is_some())
             .finish_non_exhaustive()
     }
@@ -91,7 +102,7 @@ pub(crate) struct AppState {
 /// instances' notices) to `/event` until `parts.shutdown`, so it must be called inside a Tokio
 /// runtime.
 pub fn router(parts: ServerParts) -> Router {
-    let ServerParts { runtime, store, permissions, token, cluster, shutdown } = parts;
+    let ServerParts { runtime, store, permissions, access, cluster, shutdown } = parts;
     let hub = events::Hub::new();
     let outbox = cluster.map(|link| {
         let receiver = cluster::Receiver {
@@ -115,10 +126,5 @@ pub fn router(parts: ServerParts) -> Router {
         .route("/session/{id}/revert", post(routes::revert))
         .route("/session/{id}/permissions/{permissionID}", post(routes::reply_permission))
         .with_state(state);
-    match token {
-        Some(token) => {
-            router.layer(axum::middleware::from_fn_with_state(Arc::<str>::from(token), auth::require_token))
-        }
-        None => router,
-    }
+    auth::protect(router, access)
 }

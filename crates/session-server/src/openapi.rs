@@ -37,7 +37,9 @@ fn ok(description: &str, schema: Value) -> Value {
 fn errors(not_found: bool) -> Vec<(&'static str, Value)> {
     let mut list = vec![
         ("400", ok("Bad request: the message names the field", reference("BadRequestError"))),
-        ("401", ok("Missing or wrong bearer token", reference("Error"))),
+        ("401", ok("Missing or wrong token (Bearer, or the Basic password)", reference("Error"))),
+        ("403", ok("Sent by a web page whose origin is not allowed", reference("Error"))),
+        ("421", ok("Without the token, Host is not the bound loopback address", reference("Error"))),
     ];
     if not_found {
         list.push(("404", ok("Not found", reference("NotFoundError"))));
@@ -78,6 +80,12 @@ impl Operation {
                 "requestBody".into(),
                 json!({"required": true, "content": json_content(body.clone())}),
             );
+            if let Some(responses) = object.get_mut("responses").and_then(Value::as_object_mut) {
+                responses.insert(
+                    "415".into(),
+                    ok("The body is not declared application/json", reference("Error")),
+                );
+            }
         }
         operation
     }
@@ -244,10 +252,13 @@ pub(crate) fn document() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "The agent session runtime's HTTP API, compatible with OpenCode's v1 client for the operations both have."
         },
-        "security": [{"bearer": []}, {}],
+        "security": [{"bearer": []}, {"basic": []}, {}],
         "paths": paths,
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "basic": {"type": "http", "scheme": "basic", "description": "Any user name; the token is the password"}
+            },
             "schemas": {
                 "Session": {"type": "object", "required": ["id", "projectID", "directory", "title", "version", "time"]},
                 "Message": {"type": "object", "required": ["id", "sessionID", "role"]},

@@ -4,19 +4,18 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, SessionId, permission::Reply};
 use session_runtime::{BusEvent, PromptInput};
 use session_store::{ListSessions, NewSession, Session};
 
 use crate::AppState;
+use crate::body::{JsonBody, parse_body};
 use crate::error::ServerError;
 
 type Shared = State<Arc<AppState>>;
@@ -50,30 +49,6 @@ fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ServerError> {
     query.map(|Query(q)| q).map_err(|rejection| ServerError::query(rejection.body_text()))
 }
 
-/// Parses a JSON body; errors name the field (`model.providerID: missing field ...`).
-fn parse_body<T: DeserializeOwned + Default>(body: &Bytes, required: bool) -> Result<T, ServerError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        if required {
-            return Err(ServerError::body("body: a JSON object is required"));
-        }
-        return Ok(T::default());
-    }
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            ServerError::body(format!("body: not valid JSON: {inner}"))
-        } else if path == "." {
-            ServerError::body(inner.to_string())
-        } else {
-            ServerError::body(format!("{path}: {inner}"))
-        }
-    })?;
-    deserializer.end().map_err(|error| ServerError::body(format!("body: not valid JSON: {error}")))?;
-    Ok(value)
-}
-
 fn parse_id<T: Identifier>(value: &str, name: &str) -> Result<T, ServerError> {
     T::parse(value).map_err(|error| ServerError::param(format!("{name}: {error}")))
 }
@@ -103,7 +78,7 @@ struct CreateBody {
 pub(crate) async fn create_session(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-    body: Bytes,
+    body: JsonBody,
 ) -> Result<Json<Session>, ServerError> {
     query(q)?;
     let body: CreateBody = parse_body(&body, false)?;
@@ -225,7 +200,7 @@ struct PromptBody {
 }
 
 /// Checks a prompt body and turns it into the runtime's input.
-fn prompt_input(body: &Bytes) -> Result<PromptInput, ServerError> {
+fn prompt_input(body: &JsonBody) -> Result<PromptInput, ServerError> {
     let body: PromptBody = parse_body(body, true)?;
     if body.no_reply == Some(true) {
         return Err(ServerError::body(
@@ -284,7 +259,7 @@ pub(crate) async fn prompt(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-    body: Bytes,
+    body: JsonBody,
 ) -> Result<Json<Value>, ServerError> {
     query(q)?;
     let input = prompt_input(&body)?;
@@ -316,7 +291,7 @@ pub(crate) async fn prompt_async(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-    body: Bytes,
+    body: JsonBody,
 ) -> Result<Response, ServerError> {
     query(q)?;
     let input = prompt_input(&body)?;
@@ -371,7 +346,7 @@ pub(crate) async fn revert(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-    body: Bytes,
+    body: JsonBody,
 ) -> Result<Json<Session>, ServerError> {
     query(q)?;
     let body: RevertBody = parse_body(&body, true)?;
@@ -398,7 +373,7 @@ pub(crate) async fn reply_permission(
     State(state): Shared,
     Path((id, permission)): Path<(String, String)>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-    body: Bytes,
+    body: JsonBody,
 ) -> Result<Json<bool>, ServerError> {
     query(q)?;
     let body: PermissionBody = parse_body(&body, true)?;

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
+use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -36,25 +37,40 @@ impl ApiClient {
         self.raw(method, path, body.map(|b| b.to_string())).await
     }
 
-    /// Sends a request with a raw body.
+    /// Sends a request with a raw body (declared `application/json`).
     pub async fn raw(&self, method: &str, path: &str, body: Option<String>) -> (StatusCode, Value) {
+        let mut request = self.request(method, path);
+        if let Some(body) = body {
+            request = request.header("content-type", "application/json").body(body);
+        }
+        let (status, _, value) = Self::send(request).await;
+        (status, value)
+    }
+
+    /// A request to `path` carrying the token (if any), for tests that set headers of their
+    /// own (`Host`, `Origin`, `Content-Type`).
+    pub fn request(&self, method: &str, path: &str) -> reqwest::RequestBuilder {
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(token) = &self.token {
             request = request.header("authorization", format!("Bearer {token}"));
         }
-        if let Some(body) = body {
-            request = request.header("content-type", "application/json").body(body);
-        }
+        request
+    }
+
+    /// Sends `request`; returns the status, the headers and the JSON answer (`null` when
+    /// empty).
+    pub async fn send(request: reqwest::RequestBuilder) -> (StatusCode, HeaderMap, Value) {
         let response = request.send().await.unwrap();
         let status = response.status();
+        let headers = response.headers().clone();
         let text = response.text().await.unwrap();
         let value = if text.is_empty() {
             Value::Null
         } else {
             serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"))
         };
-        (status, value)
+        (status, headers, value)
     }
 
     /// Creates a session and returns its id.
@@ -66,11 +82,7 @@ impl ApiClient {
 
     /// Opens the event stream.
     pub async fn events(&self) -> Events {
-        let mut request = self.http.get(format!("{}/event", self.base));
-        if let Some(token) = &self.token {
-            request = request.header("authorization", format!("Bearer {token}"));
-        }
-        let response = request.send().await.unwrap();
+        let response = self.request("get", "/event").send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         assert!(
             response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"),

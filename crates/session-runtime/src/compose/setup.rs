@@ -15,7 +15,9 @@ use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, 
 use super::ComposeError;
 use super::agents::configured_agents;
 use super::models::ConfiguredModels;
-use crate::config::{ConfigWarning, FsResolver, TrustList, discover_from, load, user_config_dir};
+use crate::config::{
+    ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, user_config_dir,
+};
 use crate::engine::{GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.
@@ -51,6 +53,8 @@ pub struct Assembled {
     pub model: ModelRef,
     /// The database setting in effect (`--db`, else the config's `database`; none: SQLite).
     pub database: Option<String>,
+    /// The configuration's `server` section (read by `session serve`).
+    pub server: ServerConfig,
     /// What the configuration had that was ignored (unknown keys), for the user to see.
     pub warnings: Vec<ConfigWarning>,
 }
@@ -178,6 +182,7 @@ pub async fn assemble(
         permissions,
         model,
         database,
+        server: config.server.clone(),
         warnings: loaded.warnings,
     })
 }

@@ -41,7 +41,10 @@ const ACCEPTED: &[&[&str]] = &[
     &["keybinds"],
     &["logLevel"],
     &["tui"],
-    &["server"],
+    &["server", "port"],
+    &["server", "hostname"],
+    &["server", "mdns"],
+    &["server", "mdnsDomain"],
     &["command"],
     &["skills"],
     &["watcher"],
@@ -123,6 +126,7 @@ const OBJECTS: &[&[&str]] = &[
     &["agent", "*"],
     &["compaction"],
     &["experimental"],
+    &["server"],
 ];
 
 /// Checks one layer and applies OpenCode's per-file normalisations; returns its warnings.

@@ -46,6 +46,6 @@ pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{
     AgentConfig, AgentMode, Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, ShellEnvConfig, SnapshotRetentionConfig,
-    TierConfig, Timeout,
+    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, ServerConfig, ShellEnvConfig,
+    SnapshotRetentionConfig, TierConfig, Timeout,
 };

@@ -61,6 +61,9 @@ pub struct Config {
     /// A PostgreSQL URL; unset means the embedded SQLite file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub database: Option<String>,
+    /// What `session serve` reads of OpenCode's `server` section.
+    #[serde(skip_serializing_if = "is_default")]
+    pub server: ServerConfig,
 }
 
 impl Config {
@@ -129,6 +132,16 @@ impl ShellEnvConfig {
             default_excludes: true,
         }
     }
+}
+
+/// The `server` keys `session serve` reads; OpenCode's `port`, `hostname`, `mdns` and
+/// `mdnsDomain` are accepted and ignored (the command's flags say where to listen).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, expecting = "an object")]
+pub struct ServerConfig {
+    /// Browser origins allowed to send requests, `scheme://host[:port]`, besides `--cors`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cors: Vec<String>,
 }
 
 /// `experimental` switches that this runtime reads.

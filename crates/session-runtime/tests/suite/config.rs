@@ -267,7 +267,7 @@ const KITCHEN_SINK: &str = r#"// session.jsonc at the repository root
   "lsp": { "rust": { "disabled": true } },
   "formatter": false,
   "tui": { "scroll_speed": 2 },
-  "server": { "port": 4096 },
+  "server": { "port": 4096, "hostname": "127.0.0.1", "mdns": false, "mdnsDomain": "x.local", "cors": ["http://localhost:5173"] },
   "instructions": ["CONTRIBUTING.md"],
   "plugin": [],
   "layout": "stretch",
@@ -285,6 +285,7 @@ fn every_key_this_runtime_reads_loads_and_the_rest_is_accepted() {
     let config = &loaded.config;
 
     assert_eq!(config.database.as_deref(), Some("postgres://session:secret@127.0.0.1:5432/session"));
+    assert_eq!(config.server.cors, ["http://localhost:5173"]);
     assert!(!config.snapshot_enabled());
     assert!(config.continue_loop_on_deny());
     assert_eq!(config.compaction.tail_turns, Some(3));
@@ -489,6 +490,10 @@ fn wrong_types_fail_with_file_key_expected_and_found() {
         (r#"{"compaction": {"auto": "off"}}"#, r#"compaction.auto: expected a boolean, found string "off""#),
         (r#"{"compaction": [true]}"#, "compaction: expected an object, found an array"),
         (r#"{"database": {"url": "postgres://"}}"#, "database: expected a string, found an object"),
+        (
+            r#"{"server": {"cors": "http://localhost:5173"}}"#,
+            r#"server.cors: expected an array, found string "http://localhost:5173""#,
+        ),
         (
             r#"{"permission": {"bash": {"rm *": "never"}}}"#,
             r#"permission.bash.rm *: expected "allow", "ask" or "deny", found string "never""#,

@@ -72,6 +72,9 @@ async fn sessions_are_created_listed_read_and_deleted() {
     assert_bad(status, &body, "parentID");
     let (status, body) = f.api.raw("post", "/session", Some("{not json".into())).await;
     assert_bad(status, &body, "JSON");
+    let (status, body) =
+        f.api.raw("post", "/session", Some(format!(r#"{{"title": "{}"}}"#, "x".repeat(3 << 20)))).await;
+    assert_eq!((status, &body["name"]), (StatusCode::PAYLOAD_TOO_LARGE, &json!("PayloadTooLarge")), "{body}");
     let (status, body) = f.api.call("get", "/session/not-an-id", None).await;
     assert_bad(status, &body, "id");
 
@@ -369,6 +372,12 @@ async fn the_openapi_document_describes_every_route() {
             ["required"],
         json!(["parts"])
     );
+    // The refusals of the access checks are documented where they apply.
+    let create = &doc["paths"]["/session"]["post"]["responses"];
+    for code in ["401", "403", "415", "421"] {
+        assert!(create[code].is_object(), "POST /session lacks {code}");
+    }
+    assert!(doc["paths"]["/session"]["get"]["responses"]["415"].is_null());
     // Each documented route is served (a route the router lacks answers an empty 404).
     for (method, path) in routes() {
         if *path == "/event" {

@@ -12,7 +12,7 @@ use session_runtime::{
     Agent, Config, GitSnapshotter, ModelSource, NoSnapshots, ProviderEntry, Runtime, RuntimeSettings,
     Snapshotter,
 };
-use session_server::{BusAsker, ServerParts};
+use session_server::{Access, BusAsker, ServerParts};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_testkit::{ApiClient, TestServer};
 use session_tools::{PermissionEngine, ToolExecutor, Workspace, builtin_registry};
@@ -51,7 +51,7 @@ impl ModelSource for MockModels {
 }
 
 /// A runtime over the project in `root/project` and data in `root/data`, and its parts.
-async fn runtime(root: &Path, provider: &TestServer) -> ServerParts {
+async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerParts {
     let cwd = root.join("project");
     let data = root.join("data");
     project(&cwd);
@@ -106,39 +106,55 @@ async fn runtime(root: &Path, provider: &TestServer) -> ServerParts {
             .build(),
     );
     asker.attach(runtime.bus().clone());
-    ServerParts::new(runtime, store, permissions)
+    ServerParts::new(runtime, store, permissions, access)
 }
 
 /// A served router with its provider and a client.
 pub struct Fixture {
-    _dir: TempDir,
+    dir: TempDir,
     shutdown: CancellationToken,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
-    store: Arc<dyn Store>,
+    /// The runtime's store.
+    pub store: Arc<dyn Store>,
+    /// The port the server listens on.
+    pub port: u16,
     /// The scripted provider.
     pub provider: TestServer,
     /// A client of the server.
     pub api: ApiClient,
 }
 
-/// Serves a runtime whose model follows `script`.
+/// Serves a runtime whose model follows `script`, without a token and from no web page.
 pub async fn fixture(script: &str) -> Fixture {
+    fixture_with(script, |_| {}).await
+}
+
+/// Serves a runtime whose model follows `script`, with the access `configure` sets.
+pub async fn fixture_with(script: &str, configure: impl FnOnce(&mut Access)) -> Fixture {
     let provider = provider(script).await;
     let dir = tempfile::tempdir().unwrap();
-    let parts = runtime(dir.path(), &provider).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut access = Access::new(addr);
+    configure(&mut access);
+    let parts = runtime(dir.path(), &provider, access).await;
     let shutdown = parts.shutdown.clone();
     let store = parts.store.clone();
     let app = session_server::router(parts);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let api = ApiClient::new(format!("http://{}", listener.local_addr().unwrap()));
+    let api = ApiClient::new(format!("http://{addr}"));
     let graceful = shutdown.clone();
     let server = tokio::spawn(async move {
         axum::serve(listener, app).with_graceful_shutdown(async move { graceful.cancelled().await }).await
     });
-    Fixture { _dir: dir, shutdown, server, store, provider, api }
+    Fixture { dir, shutdown, server, store, port: addr.port(), provider, api }
 }
 
 impl Fixture {
+    /// The project folder the runtime's tools work in.
+    pub fn project(&self) -> std::path::PathBuf {
+        self.dir.path().join("project")
+    }
+
     /// Stops the server, closes the store and the provider.
     pub async fn finish(self) {
         self.shutdown.cancel();
