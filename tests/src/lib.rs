@@ -5,7 +5,7 @@
 
 pub mod crash;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The `session` binary of this build, built first when `cargo test` did not build it.
@@ -32,4 +32,21 @@ pub fn session_binary() -> std::io::Result<PathBuf> {
 /// The provider fixtures vendored in session-llm.
 pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/session-llm/tests/fixtures/providers")
+}
+
+/// Writes `dir/session.json` pointing provider `mock` (model `m`, speaking OpenAI Chat, with the
+/// given limits) at `base_url`, and trusts `dir` for a `HOME` one level above it, as the tests
+/// run the binary.
+pub fn mock_project(dir: &Path, base_url: &str, context: u64, output: u64) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let config = serde_json::json!({
+        "provider": {"mock": {
+            "npm": "@ai-sdk/openai-compatible",
+            "options": {"baseURL": base_url, "apiKey": "test-key"},
+            "models": {"m": {"limit": {"context": context, "output": output}}}
+        }}
+    });
+    std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config)?)?;
+    let home = dir.parent().ok_or_else(|| std::io::Error::other("the project has no parent folder"))?;
+    session_testkit::trust_folder(home, dir)
 }

@@ -4,27 +4,16 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::json;
 use session_e2e::session_binary;
 use session_llm::{Api, RequestKind, Script};
 use session_testkit::TestServer;
 
 /// A project whose model has a 20 000-token context, so a few big reads overflow it.
 fn project(dir: &Path, base_url: &str) {
-    std::fs::create_dir_all(dir).unwrap();
+    session_e2e::mock_project(dir, base_url, 20_000, 2_000).unwrap();
     let line = |n: usize| format!("{n:04} {}\n", "y".repeat(400));
     std::fs::write(dir.join("big.txt"), (0..70).map(line).collect::<String>()).unwrap();
     std::fs::write(dir.join("notes.txt"), "alpha\nbeta\n").unwrap();
-    let config = json!({
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": base_url, "apiKey": "test-key"},
-            "models": {"m": {"limit": {"context": 20000, "output": 2000}}}
-        }}
-    });
-    std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config).unwrap()).unwrap();
-    // The tests run with HOME one level above the project; the project's config is trusted.
-    session_testkit::trust_folder(dir.parent().unwrap(), dir).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

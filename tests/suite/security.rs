@@ -10,17 +10,7 @@ use session_llm::{Api, RequestKind, Script};
 use session_testkit::TestServer;
 
 fn project(dir: &Path, base_url: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    let config = json!({
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": base_url, "apiKey": "test-key"},
-            "models": {"m": {"limit": {"context": 32000, "output": 4000}}}
-        }}
-    });
-    std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config).unwrap()).unwrap();
-    // The tests run with HOME one level above the project; the project's config is trusted.
-    session_testkit::trust_folder(dir.parent().unwrap(), dir).unwrap();
+    session_e2e::mock_project(dir, base_url, 32_000, 4_000).unwrap();
 }
 
 async fn run(root: &Path, args: &[&str]) -> std::process::Output {

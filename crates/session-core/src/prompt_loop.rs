@@ -57,23 +57,23 @@ pub struct NoUserMessage;
 /// last by position: after a compaction that kept a tail, the history reads [request, summary,
 /// kept tail, newer], so the tail's messages come after the summary but are older than it.
 pub fn next_task(messages: &[MessageWithParts]) -> Result<(LoopView<'_>, NextTask<'_>), NoUserMessage> {
-    let newest = |keep: fn(&Message) -> bool| {
-        messages.iter().filter(move |m| keep(&m.info)).max_by(|a, b| a.info.id().cmp(b.info.id()))
-    };
-    let last_user = newest(|m| matches!(m, Message::User(_)))
-        .and_then(|m| match &m.info {
+    let last_user = messages
+        .iter()
+        .filter_map(|m| match &m.info {
             Message::User(user) => Some(user),
             Message::Assistant(_) => None,
         })
+        .max_by(|a, b| a.id.cmp(&b.id))
         .ok_or(NoUserMessage)?;
+    // Assistant messages with their parts (the exit check reads the parts), newest by id.
+    let assistants = messages.iter().filter_map(|m| match &m.info {
+        Message::Assistant(info) => Some((info, m)),
+        Message::User(_) => None,
+    });
     let last_finished =
-        newest(|m| matches!(m, Message::Assistant(a) if a.finish.is_some())).and_then(|m| match &m.info {
-            Message::Assistant(a) => Some(a),
-            Message::User(_) => None,
-        });
+        assistants.clone().filter(|(a, _)| a.finish.is_some()).map(|(a, _)| a).max_by(|a, b| a.id.cmp(&b.id));
     let view = LoopView { last_user, last_finished };
-    if let Some(assistant) = newest(|m| matches!(m, Message::Assistant(_)))
-        && let Message::Assistant(info) = &assistant.info
+    if let Some((info, assistant)) = assistants.max_by(|(a, _), (b, _)| a.id.cmp(&b.id))
         && info.finish.is_some_and(|f| f != FinishReason::ToolCalls)
         && !has_pending_tool_work(assistant)
         && last_user.id < info.id

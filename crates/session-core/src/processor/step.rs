@@ -62,11 +62,22 @@ impl Processor {
 
     /// After a tool settled: a step-finish held for the step's tools goes on once none runs.
     pub(super) fn resume_held_step(&mut self) {
-        if matches!(self.phase, Phase::AwaitStepTools(_))
-            && !self.runs_local_tools()
-            && let Phase::AwaitStepTools(finish) = std::mem::replace(&mut self.phase, Phase::Streaming)
+        if !self.runs_local_tools()
+            && let Some(finish) = self.take_held_step()
         {
             self.step_finished(finish);
+        }
+    }
+
+    /// The step-finish held in [`Phase::AwaitStepTools`], leaving the phase streaming; `None`
+    /// (and the phase as it was) in any other phase.
+    fn take_held_step(&mut self) -> Option<StepFinish> {
+        match std::mem::replace(&mut self.phase, Phase::Streaming) {
+            Phase::AwaitStepTools(finish) => Some(finish),
+            other => {
+                self.phase = other;
+                None
+            }
         }
     }
 
@@ -74,9 +85,7 @@ impl Processor {
     /// step is settled at once without a closing snapshot (the held start snapshot stays for
     /// cleanup's patch), so its usage and cost are never lost.
     pub(super) fn settle_held_step(&mut self, now: u64) {
-        if matches!(self.phase, Phase::AwaitStepTools(_))
-            && let Phase::AwaitStepTools(finish) = std::mem::replace(&mut self.phase, Phase::Streaming)
-        {
+        if let Some(finish) = self.take_held_step() {
             self.record_step_finish(finish, None, now);
             self.effects.push_back(Effect::StepSettled);
             self.needs_compaction |= self.overflowed();
