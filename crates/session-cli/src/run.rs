@@ -202,7 +202,9 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         let input = PromptInput {
             text: options.prompt.clone(),
             agent: options.agent.clone(),
-            model: Some(model),
+            // `--model` beats the agent's model; without it the agent's model, else the
+            // config's `model`, is the runtime's choice.
+            model: options.model.is_some().then_some(model),
             ..PromptInput::default()
         };
         tokio::spawn(async move { runtime.prompt(&id, input).await })

@@ -28,10 +28,11 @@ mod engine;
 
 pub use compose::{
     Assembled, ComposeError, ConfiguredModels, ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels,
-    assemble, configured_agents, open_store, project_root, user_dir,
+    InstructionSources, assemble, configured_agents, default_agent, instruction_files, instructions_text,
+    open_store, project_root, user_dir,
 };
 pub use config::{
-    AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
+    AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
     ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
     PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
     SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason,
@@ -40,7 +41,7 @@ pub use config::{
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,
-    MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
+    EXPLORE_PROMPT, GENERAL_PROMPT, MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
     RuntimeError, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus,
     Sleeper, SnapshotRetention, Snapshotter, SplitMix, SystemClock, TokioSleeper, environment_prompt,
     missing_output_error, parse_model_ref, random_entropy, title_model, utc_date,

@@ -27,6 +27,7 @@ impl RuntimeSettings {
             default_model,
             worktree: worktree.into(),
             instructions: None,
+            default_agent: None,
             compaction_model: None,
             titles: false,
             small_model: None,

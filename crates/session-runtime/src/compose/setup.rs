@@ -13,7 +13,8 @@ use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions}
 use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry};
 
 use super::ComposeError;
-use super::agents::configured_agents;
+use super::agents::{configured_agents, default_agent};
+use super::instructions::{InstructionSources, instruction_files, instructions_text};
 use super::models::ConfiguredModels;
 use crate::config::{
     ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, user_config_dir,
@@ -160,7 +161,16 @@ pub async fn assemble(
     let mut settings = RuntimeSettings::new(model.clone(), setup.cwd.clone());
     settings.compaction = config.compaction.clone();
     settings.continue_loop_on_deny = config.continue_loop_on_deny();
-    settings.instructions = std::fs::read_to_string(setup.cwd.join("AGENTS.md")).ok();
+    settings.default_agent = Some(default_agent(&config, &agents)?);
+    let root = project_root(&setup.cwd);
+    let files = instruction_files(&InstructionSources {
+        cwd: &setup.cwd,
+        root: &root,
+        user_dir: user_dir.as_deref(),
+        home: setup.home.as_deref(),
+        instructions: &config.instructions,
+    });
+    settings.instructions = instructions_text(&files)?;
     settings.compaction_model =
         config.agent.get("compaction").and_then(|agent| agent.model.as_deref()).and_then(parse_model_ref);
     settings.titles = true;

@@ -21,7 +21,10 @@ mod structured;
 mod summary;
 mod title;
 
-pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt, utc_date};
+pub use agent::{
+    Agent, BUILD_PROMPT, EXPLORE_PROMPT, GENERAL_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt,
+    utc_date,
+};
 pub use bus::{Bus, BusEvent};
 pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entropy};
 pub use error::RuntimeError;

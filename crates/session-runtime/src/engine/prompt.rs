@@ -145,7 +145,11 @@ impl Runtime {
         session_id: &SessionId,
         input: &PromptInput,
     ) -> Result<UserMessage, RuntimeError> {
-        let agent_name = input.agent.clone().unwrap_or_else(|| "build".to_owned());
+        let agent_name = input
+            .agent
+            .clone()
+            .or_else(|| self.settings.default_agent.clone())
+            .unwrap_or_else(|| "build".to_owned());
         let agent = self.agents.get(&agent_name).ok_or_else(|| RuntimeError::AgentNotFound {
             name: agent_name.clone(),
             available: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
@@ -301,7 +305,8 @@ impl Runtime {
             .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
             .collect();
         let mut system = vec![agent.prompt.clone(), self.environment()];
-        let mut options = RequestOptions::default();
+        let mut options =
+            RequestOptions { temperature: agent.temperature, top_p: agent.top_p, ..RequestOptions::default() };
         if let Some(structured) = &structured {
             tools.push(structured.tool());
             system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());
