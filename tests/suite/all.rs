@@ -11,3 +11,4 @@ mod replay;
 mod run;
 mod security;
 mod serve_sdk;
+mod task;

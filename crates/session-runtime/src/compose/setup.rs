@@ -19,7 +19,7 @@ use super::models::ConfiguredModels;
 use crate::config::{
     ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, user_config_dir,
 };
-use crate::engine::{GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
+use crate::engine::{GitSnapshotter, TaskTool, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.
 #[derive(Debug, Clone)]
@@ -144,8 +144,13 @@ pub async fn assemble(
         Some(home) => workspace.with_home(home),
         None => workspace,
     };
+    let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
+    let agents = configured_agents(&config, home.as_deref())?;
+    let mut registry = builtin_registry()?;
+    let task = Arc::new(TaskTool::new(&agents));
+    registry.register(task.clone())?;
     let tools = Arc::new(
-        ToolExecutor::new(builtin_registry()?, workspace, permissions.clone())
+        ToolExecutor::new(registry, workspace, permissions.clone())
             .with_continue_loop_on_deny(config.continue_loop_on_deny())
             .with_shell_env(config.shell_env.policy()),
     );
@@ -156,8 +161,6 @@ pub async fn assemble(
         },
         false => Arc::new(NoSnapshots),
     };
-    let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
-    let agents = configured_agents(&config, home.as_deref())?;
     let mut settings = RuntimeSettings::new(model.clone(), setup.cwd.clone());
     settings.compaction = config.compaction.clone();
     settings.continue_loop_on_deny = config.continue_loop_on_deny();
@@ -185,9 +188,11 @@ pub async fn assemble(
         .snapshots(snapshots)
         .agents(agents)
         .build();
+    let runtime = Arc::new(runtime);
+    task.attach(&runtime);
     let database = setup.db.clone().or_else(|| config.database.clone()).filter(|d| !d.trim().is_empty());
     Ok(Assembled {
-        runtime: Arc::new(runtime),
+        runtime,
         store,
         permissions,
         model,

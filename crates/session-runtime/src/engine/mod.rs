@@ -19,6 +19,7 @@ mod status;
 mod step;
 mod structured;
 mod summary;
+mod task;
 mod title;
 
 pub use agent::{
@@ -30,6 +31,7 @@ pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entr
 pub use error::RuntimeError;
 pub(crate) use runtime::RuntimeParts;
 pub use runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, parse_model_ref};
+pub use task::{TASK_TOOL, TaskTool};
 pub use snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, NoSnapshots, Snapshotter};
 pub use snapshot_gc::{HousekeepingReport, SnapshotRetention};
 pub use status::SessionStatus;

@@ -298,7 +298,11 @@ impl Runtime {
         }
         let registry = self.tools.registry();
         let tool_names = registry.names().into_iter().map(str::to_owned).collect::<Vec<_>>();
-        let disabled = disabled_tools(&tool_names, &agent.ruleset);
+        let mut disabled = disabled_tools(&tool_names, &agent.ruleset);
+        if !agent.is_primary() {
+            // A subagent does its task itself: it starts no subagents of its own.
+            disabled.insert(super::task::TASK_TOOL.to_owned());
+        }
         let mut tools: Vec<ToolSpec> = registry
             .definitions(&disabled)
             .into_iter()
