@@ -224,3 +224,41 @@ async fn instructions_come_from_parent_folders_the_global_file_and_the_key() {
     assert_eq!(system.matches("ROOT-RULES").count(), 1);
     server.shutdown().await;
 }
+
+/// The text of the last user message of an OpenAI Chat request.
+fn last_user_text(request: &RecordedRequest) -> String {
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    let Some(user) = messages.iter().rev().find(|m| m["role"] == "user") else { return String::new() };
+    match &user["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+        other => other.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_runs_its_template_with_the_arguments() {
+    let turns = r#"{"turns": [{"text": "Reviewed."}, {"text": "Hello."}, {"text": "Unused."}]}"#;
+    let server = TestServer::start(Script::from_json(turns).unwrap()).await.unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let config = json!({"command": {"review": {"template": "Review $1 carefully, then $2.", "agent": "plan"}}});
+    let dir = project(root.path(), &server.base_url(Api::OpenAiChat), config);
+    write(&dir.join(".session/commands/hello.md"), "---\ndescription: Greets\nmodel: mock/big\n---\nSay hello to $ARGUMENTS.\n");
+    let out = run_in(root.path(), &dir, &["run", "--command", "review", "src/a.rs", "the tests"]).await;
+    assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Reviewed."));
+    assert_ok(&run_in(root.path(), &dir, &["run", "--command", "hello", "world"]).await);
+    let requests = main_requests(&server);
+    assert_eq!(requests.len(), 2);
+    assert_eq!(last_user_text(&requests[0]), "Review src/a.rs carefully, then the tests.");
+    assert!(system_prompt(&requests[0]).starts_with("You are a planning agent."), "the plan agent ran");
+    assert_eq!(last_user_text(&requests[1]), "Say hello to world.");
+    assert_eq!(requests[1].model.as_deref(), Some("big"));
+    // An unknown command is one clear error naming the ones there are.
+    let out = run_in(root.path(), &dir, &["run", "--command", "nope"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Command not found: \"nope\"") && stderr.contains("review, hello"), "{stderr}");
+    server.shutdown().await;
+}
+

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
 use session_core::{Identifier as _, SessionId, permission::PermissionAsk, permission::Reply};
 pub use session_runtime::{Assembled, RuntimeSetup};
-use session_runtime::{Clock as _, PromptInput, SystemClock};
+use session_runtime::{Clock as _, CommandInput, PromptInput, SystemClock};
 use session_store::{Store, StoreOptions};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::mpsc;
@@ -42,6 +42,8 @@ pub struct RunOptions {
     pub model: Option<String>,
     /// `--agent`.
     pub agent: Option<String>,
+    /// `--command`: run this command with `prompt` as its arguments.
+    pub command: Option<String>,
     /// `--session`: continue this session.
     pub session: Option<String>,
     /// `--base-url` for the model's provider.
@@ -199,15 +201,23 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let mut run = {
         let runtime = runtime.clone();
         let id = session_id.clone();
-        let input = PromptInput {
-            text: options.prompt.clone(),
-            agent: options.agent.clone(),
-            // `--model` beats the agent's model; without it the agent's model, else the
-            // config's `model`, is the runtime's choice.
-            model: options.model.is_some().then_some(model),
-            ..PromptInput::default()
-        };
-        tokio::spawn(async move { runtime.prompt(&id, input).await })
+        // `--model` beats the agent's model; without it the agent's model, else the config's
+        // `model`, is the runtime's choice.
+        let model = options.model.is_some().then_some(model);
+        let input =
+            PromptInput { text: options.prompt.clone(), agent: options.agent.clone(), model, ..PromptInput::default() };
+        let command = options.command.clone().map(|command| CommandInput {
+            command,
+            arguments: options.prompt.clone(),
+            agent: input.agent.clone(),
+            model: input.model.clone(),
+        });
+        tokio::spawn(async move {
+            match command {
+                Some(command) => runtime.command(&id, &command).await.map(|(_, answer)| answer),
+                None => runtime.prompt(&id, input).await,
+            }
+        })
     };
     let mut interrupted = false;
     // One listener for the whole run, so a signal between two loop turns is not missed.

@@ -40,9 +40,9 @@ pub use config::{
     restrict_untrusted, substitute, user_config_dir,
 };
 pub use engine::{
-    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,
+    Agent, BUILD_PROMPT, Bus, CommandInput, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,
     EXPLORE_PROMPT, GENERAL_PROMPT, MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
     RuntimeError, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus,
-    Sleeper, SnapshotRetention, Snapshotter, TASK_TOOL, TaskTool, SplitMix, SystemClock, TokioSleeper, environment_prompt,
+    Sleeper, SnapshotRetention, Snapshotter, TASK_TOOL, TaskTool, SplitMix, SystemClock, TokioSleeper, environment_prompt, expand_template,
     missing_output_error, parse_model_ref, random_entropy, title_model, utc_date,
 };

@@ -28,6 +28,7 @@ impl RuntimeSettings {
             worktree: worktree.into(),
             instructions: None,
             default_agent: None,
+            commands: indexmap::IndexMap::new(),
             compaction_model: None,
             titles: false,
             small_model: None,

@@ -165,6 +165,7 @@ pub async fn assemble(
     settings.compaction = config.compaction.clone();
     settings.continue_loop_on_deny = config.continue_loop_on_deny();
     settings.default_agent = Some(default_agent(&config, &agents)?);
+    settings.commands = config.command.clone();
     let root = project_root(&setup.cwd);
     let files = instruction_files(&InstructionSources {
         cwd: &setup.cwd,

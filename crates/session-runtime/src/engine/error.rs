@@ -38,6 +38,22 @@ pub enum RuntimeError {
         /// The defined agents.
         available: String,
     },
+    /// The command is not defined.
+    #[error("Command not found: \"{name}\". Available commands: {available}")]
+    CommandNotFound {
+        /// The requested command.
+        name: String,
+        /// The defined commands.
+        available: String,
+    },
+    /// A command's `model` is not `provider/model`.
+    #[error("command {name}: model must be provider/model; got {model:?}")]
+    BadCommandModel {
+        /// The command.
+        name: String,
+        /// Its model as written.
+        model: String,
+    },
     /// The provider is not configured.
     #[error("provider {0} is not configured")]
     UnknownProvider(String),

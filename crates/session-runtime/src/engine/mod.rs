@@ -5,6 +5,7 @@ mod agent;
 mod background;
 mod bus;
 mod clock;
+mod command;
 mod compaction;
 mod error;
 mod housekeeping;
@@ -28,6 +29,7 @@ pub use agent::{
 };
 pub use bus::{Bus, BusEvent};
 pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entropy};
+pub use command::{CommandInput, expand_template};
 pub use error::RuntimeError;
 pub(crate) use runtime::RuntimeParts;
 pub use runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, parse_model_ref};

@@ -75,6 +75,8 @@ pub struct RuntimeSettings {
     pub instructions: Option<String>,
     /// The agent a prompt that names none runs with; unset means `build`.
     pub default_agent: Option<String>,
+    /// The commands (`command.<name>` and markdown commands) by name.
+    pub commands: indexmap::IndexMap<String, crate::config::CommandConfig>,
     /// The compaction agent's model (`agent.compaction.model`); unset, a summary is written by
     /// the model of the user message that asked for it (SPEC 10.2 step 3).
     pub compaction_model: Option<ModelRef>,
