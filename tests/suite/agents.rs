@@ -262,3 +262,48 @@ async fn a_command_runs_its_template_with_the_arguments() {
     server.shutdown().await;
 }
 
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variant_reaches_each_providers_request_as_its_own_knob() {
+    let server = TestServer::start(Script::from_json(r#"{"turns": [{"text": "Thought."}]}"#).unwrap()).await.unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let provider = |npm: &str, api: Api| {
+        json!({"npm": npm, "options": {"baseURL": server.base_url(api), "apiKey": "test-key"},
+               "models": {"r": {"reasoning": true, "limit": {"context": 64000, "output": 32000}},
+                          "plain": {"limit": {"context": 64000, "output": 4000}}}})
+    };
+    let config = json!({
+        "model": "chat/r",
+        "provider": {
+            "chat": provider("@ai-sdk/openai-compatible", Api::OpenAiChat),
+            "responses": provider("@ai-sdk/openai", Api::OpenAiResponses),
+            "claude": provider("@ai-sdk/anthropic", Api::Anthropic),
+            "gem": provider("@ai-sdk/google", Api::Gemini)
+        },
+        "agent": {"deep": {"mode": "primary", "variant": "max", "model": "claude/r"}}
+    });
+    let dir = project(root.path(), &server.base_url(Api::OpenAiChat), config);
+    for model in ["chat/r", "responses/r", "claude/r", "gem/r"] {
+        assert_ok(&run_in(root.path(), &dir, &["run", "--model", model, "--variant", "high", "think"]).await);
+    }
+    // An agent's own variant.
+    assert_ok(&run_in(root.path(), &dir, &["run", "--agent", "deep", "think"]).await);
+    let bodies: Vec<Value> = main_requests(&server).into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 5);
+    assert_eq!(bodies[0]["reasoning_effort"], "high", "{}", bodies[0]);
+    assert_eq!(bodies[1]["reasoning"]["effort"], "high", "{}", bodies[1]);
+    assert_eq!(bodies[2]["thinking"]["budget_tokens"], 16_000, "{}", bodies[2]);
+    assert_eq!(bodies[3]["generationConfig"]["thinkingConfig"]["thinkingBudget"], 16_000, "{}", bodies[3]);
+    assert_eq!(bodies[4]["thinking"]["budget_tokens"], 31_999, "{}", bodies[4]);
+
+    // A model that does not reason, or a variant the provider does not take, is one clear error
+    // and sends nothing.
+    let out = run_in(root.path(), &dir, &["run", "--model", "chat/plain", "--variant", "high", "think"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a reasoning model"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_in(root.path(), &dir, &["run", "--model", "claude/r", "--variant", "minimal", "think"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("low, medium, high, max"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(main_requests(&server).len(), 5);
+    server.shutdown().await;
+}

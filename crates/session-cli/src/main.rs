@@ -58,6 +58,9 @@ enum Command {
         /// its arguments.
         #[arg(long)]
         command: Option<String>,
+        /// The model variant (reasoning effort), such as high; for reasoning models.
+        #[arg(long)]
+        variant: Option<String>,
         /// Continue this session.
         #[arg(long)]
         session: Option<String>,
@@ -331,7 +334,7 @@ fn async_runtime() -> Result<tokio::runtime::Runtime> {
 
 fn run(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Run { prompt, model, agent, command, session, base_url, db, format, yes, deny } => {
+        Command::Run { prompt, model, agent, command, variant, session, base_url, db, format, yes, deny } => {
             use std::io::{IsTerminal as _, Read as _};
             let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
             let prompt = match prompt.is_empty() {
@@ -364,6 +367,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 model,
                 agent,
                 command,
+                variant,
                 session,
                 base_url,
                 db,

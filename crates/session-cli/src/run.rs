@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub agent: Option<String>,
     /// `--command`: run this command with `prompt` as its arguments.
     pub command: Option<String>,
+    /// `--variant`: the model variant (reasoning effort).
+    pub variant: Option<String>,
     /// `--session`: continue this session.
     pub session: Option<String>,
     /// `--base-url` for the model's provider.
@@ -204,13 +206,19 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         // `--model` beats the agent's model; without it the agent's model, else the config's
         // `model`, is the runtime's choice.
         let model = options.model.is_some().then_some(model);
-        let input =
-            PromptInput { text: options.prompt.clone(), agent: options.agent.clone(), model, ..PromptInput::default() };
+        let input = PromptInput {
+            text: options.prompt.clone(),
+            agent: options.agent.clone(),
+            model,
+            variant: options.variant.clone(),
+            ..PromptInput::default()
+        };
         let command = options.command.clone().map(|command| CommandInput {
             command,
             arguments: options.prompt.clone(),
             agent: input.agent.clone(),
             model: input.model.clone(),
+            variant: input.variant.clone(),
         });
         tokio::spawn(async move {
             match command {

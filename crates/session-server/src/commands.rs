@@ -31,6 +31,8 @@ struct CommandBody {
     model: Option<String>,
     #[serde(rename = "messageID", default)]
     message_id: Option<String>,
+    #[serde(default)]
+    variant: Option<String>,
 }
 
 /// `POST /session/{id}/command`: runs the command (in the session, or a child for a subtask
@@ -54,7 +56,13 @@ pub(crate) async fn command(
         None => None,
     };
     let session = session(&state, &id).await?;
-    let input = CommandInput { command: body.command, arguments: body.arguments, agent: body.agent, model };
+    let input = CommandInput {
+        command: body.command,
+        arguments: body.arguments,
+        agent: body.agent,
+        model,
+        variant: body.variant,
+    };
     // An unknown command is the caller's mistake, not the server's.
     state.runtime.command_prompt(&input).map_err(|error| ServerError::body(format!("command: {error}")))?;
     let (ran_in, reply) = state.runtime.command(&session.id, &input).await?;

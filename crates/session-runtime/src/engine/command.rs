@@ -24,6 +24,8 @@ pub struct CommandInput {
     pub agent: Option<String>,
     /// The caller's model, used when the command names none.
     pub model: Option<ModelRef>,
+    /// The caller's model variant.
+    pub variant: Option<String>,
 }
 
 /// The template with its placeholders filled from `arguments`.
@@ -98,7 +100,8 @@ impl Runtime {
             text: expand_template(&command.template, &input.arguments),
             agent: command.agent.clone().or_else(|| input.agent.clone()),
             model,
-            format: None,
+            variant: input.variant.clone(),
+            ..PromptInput::default()
         })
     }
 

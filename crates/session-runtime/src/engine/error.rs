@@ -54,6 +54,14 @@ pub enum RuntimeError {
         /// Its model as written.
         model: String,
     },
+    /// A variant the model or its provider does not take.
+    #[error("variant {variant:?}: {reason}")]
+    Variant {
+        /// The variant asked for.
+        variant: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// The provider is not configured.
     #[error("provider {0} is not configured")]
     UnknownProvider(String),

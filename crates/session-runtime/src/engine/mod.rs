@@ -22,6 +22,7 @@ mod structured;
 mod summary;
 mod task;
 mod title;
+mod variant;
 
 pub use agent::{
     Agent, BUILD_PROMPT, EXPLORE_PROMPT, GENERAL_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt,

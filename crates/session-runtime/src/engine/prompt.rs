@@ -10,11 +10,12 @@ use session_core::{
     UserMessage, compaction::filter_compacted, history::ModelTarget, history::ToModelOptions,
     history::to_model_messages, permission::disabled_tools, processor::Outcome,
 };
-use session_llm::{LlmRequest, RequestOptions, ToolChoice, ToolSpec};
+use session_llm::{Api, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::MAX_STEPS_TEXT;
+use super::variant::apply_variant;
 use super::bus::BusEvent;
 use super::error::RuntimeError;
 use super::runs::RunGuard;
@@ -154,11 +155,17 @@ impl Runtime {
             name: agent_name.clone(),
             available: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
         })?;
-        let model = input
+        let mut model = input
             .model
             .clone()
             .or_else(|| agent.model.as_deref().and_then(parse_model_ref))
             .unwrap_or_else(|| self.settings.default_model.clone());
+        model.variant = input.variant.clone().or(model.variant).or_else(|| agent.variant.clone());
+        if let Some(variant) = &model.variant {
+            // Checked before the message is stored, so a bad variant costs nothing.
+            let api = Api::from_npm(&self.provider_for(&model)?.npm).unwrap_or(Api::OpenAiChat);
+            apply_variant(&mut RequestOptions::default(), api, &self.model_for(&model)?, variant)?;
+        }
         if let Some(OutputFormat::JsonSchema { schema, .. }) = &input.format {
             StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?;
         }
@@ -311,6 +318,9 @@ impl Runtime {
         let mut system = vec![agent.prompt.clone(), self.environment()];
         let mut options =
             RequestOptions { temperature: agent.temperature, top_p: agent.top_p, ..RequestOptions::default() };
+        if let Some(variant) = &model.variant {
+            apply_variant(&mut options, Api::from_npm(&entry.npm).unwrap_or(Api::OpenAiChat), &catalog, variant)?;
+        }
         if let Some(structured) = &structured {
             tools.push(structured.tool());
             system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());

@@ -97,6 +97,8 @@ pub struct PromptInput {
     pub agent: Option<String>,
     /// The model to use (default from settings).
     pub model: Option<ModelRef>,
+    /// The model variant (reasoning effort), over the model's and the agent's.
+    pub variant: Option<String>,
     /// The answer's format: a JSON schema makes the model answer through the
     /// `StructuredOutput` tool and the message carry the result in `structured`.
     pub format: Option<OutputFormat>,

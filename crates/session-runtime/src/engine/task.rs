@@ -131,7 +131,7 @@ impl Tool for TaskTool {
             Some(model) => Some(model),
             None => runtime.message_model(parent, ctx.message_id()).await,
         };
-        let input = PromptInput { text: args.prompt, agent: Some(agent.name.clone()), model, format: None };
+        let input = PromptInput { text: args.prompt, agent: Some(agent.name.clone()), model, ..PromptInput::default() };
         let title = args.description.clone();
         let mut metadata = JsonObject::new();
         metadata.insert("sessionId".to_owned(), json!(child.as_str()));
