@@ -307,3 +307,32 @@ async fn a_variant_reaches_each_providers_request_as_its_own_knob() {
     assert_eq!(main_requests(&server).len(), 5);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_without_effect_warn_once_each_unless_silenced() {
+    let server = TestServer::start(Script::from_json(r#"{"turns": [{"text": "a"}, {"text": "b"}]}"#).unwrap())
+        .await
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let config = json!({"theme": "tokyonight", "lsp": {"rust": {"command": ["rust-analyzer"]}}, "plugin": ["x"],
+                        "mcp": {}, "default_agent": "build", "instructions": []});
+    let dir = project(root.path(), &server.base_url(Api::OpenAiChat), config);
+    let out = run_in(root.path(), &dir, &["run", "hi"]).await;
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for key in ["theme", "lsp", "plugin"] {
+        let line = format!("{key} is not supported here and has no effect");
+        assert_eq!(stderr.matches(&line).count(), 1, "{key}: {stderr}");
+    }
+    for honoured in ["default_agent", "instructions", "mcp"] {
+        assert!(!stderr.contains(honoured), "{honoured}: {stderr}");
+    }
+    let config = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    let mut config: Value = serde_json::from_str(&config).unwrap();
+    config["warn_unsupported"] = json!(false);
+    std::fs::write(dir.join("session.json"), config.to_string()).unwrap();
+    let out = run_in(root.path(), &dir, &["run", "hi"]).await;
+    assert_ok(&out);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not supported"), "{}", String::from_utf8_lossy(&out.stderr));
+    server.shutdown().await;
+}

@@ -132,8 +132,11 @@ pub fn combine(layers: Vec<ConfigLayer>) -> Result<LoadedConfig, ConfigError> {
     }
     // Each layer passed the checks and merging keeps every value where a layer had it, so this
     // cannot fail in practice; an error still names the merged result rather than panicking.
-    let config =
+    let config: Config =
         serde_path_to_error::deserialize(&merged).map_err(|error| type_error_merged(&merged, &error))?;
+    if config.warn_unsupported == Some(false) {
+        warnings.retain(|warning| warning.reason != WarningReason::Unsupported);
+    }
     Ok(LoadedConfig { config, warnings, files })
 }
 

@@ -39,6 +39,7 @@ mod package;
 mod substitute;
 mod trust;
 mod types;
+mod unsupported;
 
 pub use agent::{AgentConfig, AgentMode};
 pub use command::CommandConfig;

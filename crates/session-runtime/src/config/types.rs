@@ -70,6 +70,9 @@ pub struct Config {
     /// absolute, or under `~/`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<String>,
+    /// Ours: `false` hides the warnings for OpenCode keys that have no effect here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warn_unsupported: Option<bool>,
     /// Commands by name: prompt templates run with `session run --command`.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub command: IndexMap<String, super::command::CommandConfig>,
