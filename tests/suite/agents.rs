@@ -156,7 +156,9 @@ async fn a_markdown_agent_is_found_in_each_folder() {
     let server = TestServer::start(Script::from_json(turns).unwrap()).await.unwrap();
     let root = tempfile::tempdir().unwrap();
     let dir = project(root.path(), &server.base_url(Api::OpenAiChat), json!({}));
-    let agent = |marker: &str| format!("---\ndescription: {marker}\nmodel: mock/big\n---\nYou are the {marker} agent.\n");
+    let agent = |marker: &str| {
+        format!("---\ndescription: {marker}\nmodel: mock/big\n---\nYou are the {marker} agent.\n")
+    };
     write(&dir.join(".session/agents/ours.md"), &agent("ours"));
     write(&dir.join(".opencode/agents/theirs.md"), &agent("theirs"));
     write(&dir.join(".opencode/agent/singular.md"), &agent("singular"));
@@ -175,7 +177,8 @@ async fn a_markdown_agent_is_found_in_each_folder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_untrusted_markdown_agent_loses_its_allow_rules() {
-    let server = TestServer::start(Script::from_json(r#"{"turns": [{"text": "ok"}]}"#).unwrap()).await.unwrap();
+    let server =
+        TestServer::start(Script::from_json(r#"{"turns": [{"text": "ok"}]}"#).unwrap()).await.unwrap();
     let root = tempfile::tempdir().unwrap();
     let dir = project(root.path(), &server.base_url(Api::OpenAiChat), json!({}));
     // The user's own config is elsewhere; this project is not trusted.
@@ -193,7 +196,8 @@ async fn an_untrusted_markdown_agent_loses_its_allow_rules() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instructions_come_from_parent_folders_the_global_file_and_the_key() {
-    let server = TestServer::start(Script::from_json(r#"{"turns": [{"text": "ok"}]}"#).unwrap()).await.unwrap();
+    let server =
+        TestServer::start(Script::from_json(r#"{"turns": [{"text": "ok"}]}"#).unwrap()).await.unwrap();
     let root = tempfile::tempdir().unwrap();
     let dir = project(
         root.path(),
@@ -210,10 +214,11 @@ async fn instructions_come_from_parent_folders_the_global_file_and_the_key() {
     write(&root.path().join("team-rules.md"), "TEAM-RULES");
     assert_ok(&run_in(root.path(), &cwd, &["run", "hi"]).await);
     let system = system_prompt(&main_requests(&server)[0]);
-    let order: Vec<usize> = ["ROOT-RULES", "CRATES-CLAUDE", "APP-RULES", "GLOBAL-RULES", "STYLE-GUIDE", "TEAM-RULES"]
-        .iter()
-        .map(|marker| system.find(marker).unwrap_or_else(|| panic!("{marker} missing from:\n{system}")))
-        .collect();
+    let order: Vec<usize> =
+        ["ROOT-RULES", "CRATES-CLAUDE", "APP-RULES", "GLOBAL-RULES", "STYLE-GUIDE", "TEAM-RULES"]
+            .iter()
+            .map(|marker| system.find(marker).unwrap_or_else(|| panic!("{marker} missing from:\n{system}")))
+            .collect();
     assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{order:?}\n{system}");
     let root_agents = dir.join("AGENTS.md").canonicalize().unwrap_or_else(|_| dir.join("AGENTS.md"));
     assert!(
@@ -241,9 +246,13 @@ async fn a_command_runs_its_template_with_the_arguments() {
     let turns = r#"{"turns": [{"text": "Reviewed."}, {"text": "Hello."}, {"text": "Unused."}]}"#;
     let server = TestServer::start(Script::from_json(turns).unwrap()).await.unwrap();
     let root = tempfile::tempdir().unwrap();
-    let config = json!({"command": {"review": {"template": "Review $1 carefully, then $2.", "agent": "plan"}}});
+    let config =
+        json!({"command": {"review": {"template": "Review $1 carefully, then $2.", "agent": "plan"}}});
     let dir = project(root.path(), &server.base_url(Api::OpenAiChat), config);
-    write(&dir.join(".session/commands/hello.md"), "---\ndescription: Greets\nmodel: mock/big\n---\nSay hello to $ARGUMENTS.\n");
+    write(
+        &dir.join(".session/commands/hello.md"),
+        "---\ndescription: Greets\nmodel: mock/big\n---\nSay hello to $ARGUMENTS.\n",
+    );
     let out = run_in(root.path(), &dir, &["run", "--command", "review", "src/a.rs", "the tests"]).await;
     assert_ok(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Reviewed."));
@@ -262,10 +271,10 @@ async fn a_command_runs_its_template_with_the_arguments() {
     server.shutdown().await;
 }
 
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_variant_reaches_each_providers_request_as_its_own_knob() {
-    let server = TestServer::start(Script::from_json(r#"{"turns": [{"text": "Thought."}]}"#).unwrap()).await.unwrap();
+    let server =
+        TestServer::start(Script::from_json(r#"{"turns": [{"text": "Thought."}]}"#).unwrap()).await.unwrap();
     let root = tempfile::tempdir().unwrap();
     let provider = |npm: &str, api: Api| {
         json!({"npm": npm, "options": {"baseURL": server.base_url(api), "apiKey": "test-key"},
@@ -298,21 +307,32 @@ async fn a_variant_reaches_each_providers_request_as_its_own_knob() {
 
     // A model that does not reason, or a variant the provider does not take, is one clear error
     // and sends nothing.
-    let out = run_in(root.path(), &dir, &["run", "--model", "chat/plain", "--variant", "high", "think"]).await;
+    let out =
+        run_in(root.path(), &dir, &["run", "--model", "chat/plain", "--variant", "high", "think"]).await;
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a reasoning model"), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = run_in(root.path(), &dir, &["run", "--model", "claude/r", "--variant", "minimal", "think"]).await;
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a reasoning model"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out =
+        run_in(root.path(), &dir, &["run", "--model", "claude/r", "--variant", "minimal", "think"]).await;
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("low, medium, high, max"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("low, medium, high, max"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(main_requests(&server).len(), 5);
     server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_without_effect_warn_once_each_unless_silenced() {
-    let server = TestServer::start(Script::from_json(r#"{"turns": [{"text": "a"}, {"text": "b"}]}"#).unwrap())
-        .await
-        .unwrap();
+    let server =
+        TestServer::start(Script::from_json(r#"{"turns": [{"text": "a"}, {"text": "b"}]}"#).unwrap())
+            .await
+            .unwrap();
     let root = tempfile::tempdir().unwrap();
     let config = json!({"theme": "tokyonight", "lsp": {"rust": {"command": ["rust-analyzer"]}}, "plugin": ["x"],
                         "mcp": {}, "default_agent": "build", "instructions": []});
@@ -333,6 +353,10 @@ async fn keys_without_effect_warn_once_each_unless_silenced() {
     std::fs::write(dir.join("session.json"), config.to_string()).unwrap();
     let out = run_in(root.path(), &dir, &["run", "hi"]).await;
     assert_ok(&out);
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("not supported"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("not supported"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     server.shutdown().await;
 }

@@ -125,7 +125,10 @@ async fn a_task_runs_a_child_session_whose_text_returns_to_the_parent() {
     assert!(parent_requests[0].tool_names.contains(&"task".to_owned()));
     let results = tool_results(&parent_requests[1]);
     assert_eq!(results.len(), 1);
-    assert!(results[0].contains("<task_result>\nCHILD-REPORT: the app is zebra.\n</task_result>"), "{results:?}");
+    assert!(
+        results[0].contains("<task_result>\nCHILD-REPORT: the app is zebra.\n</task_result>"),
+        "{results:?}"
+    );
     let child_id = results[0].split_whitespace().nth(1).unwrap().to_owned();
     assert!(child_id.starts_with("ses_"), "{results:?}");
 
@@ -199,7 +202,8 @@ async fn interrupting_the_parent_aborts_its_running_child() {
     project(root.path(), &main, &sub);
     let mut command = session(root.path(), &["run", "--yes", "wait"]);
     let (code, stdout) = tokio::task::spawn_blocking(move || {
-        let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child =
+            command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -245,7 +249,8 @@ async fn interrupting_the_parent_aborts_its_running_child() {
         .clone();
     assert_eq!(task_part["state"]["status"], "error", "{task_part}");
     let list = list(root.path());
-    let child_id = list.lines().find_map(|line| line.strip_prefix("  ")).and_then(|line| line.split('\t').next());
+    let child_id =
+        list.lines().find_map(|line| line.strip_prefix("  ")).and_then(|line| line.split('\t').next());
     let child = export(root.path(), child_id.unwrap_or_else(|| panic!("no child in:\n{list}")));
     let bash = child["messages"]
         .as_array()

@@ -39,7 +39,9 @@ pub async fn list(store: &dyn Store, out: &mut impl Write) -> Result<()> {
         }
     }
     let ids: std::collections::HashSet<_> = sessions.iter().map(|session| session.id.clone()).collect();
-    let is_root = |session: &session_store::Session| session.parent_id.as_ref().is_none_or(|parent| !ids.contains(parent));
+    let is_root = |session: &session_store::Session| {
+        session.parent_id.as_ref().is_none_or(|parent| !ids.contains(parent))
+    };
     for root in sessions.iter().filter(|session| is_root(session)) {
         write_session(out, root, "")?;
         for child in sessions.iter().filter(|session| session.parent_id.as_ref() == Some(&root.id)) {

@@ -48,13 +48,13 @@ pub(crate) async fn command(
     if body.message_id.is_some() {
         tracing::debug!("ignoring messageID of a command: this server does not use it");
     }
-    let model = match &body.model {
-        Some(reference) => Some(
-            parse_model_ref(reference)
-                .ok_or_else(|| ServerError::body(format!("model: must be provider/model; got {reference:?}")))?,
-        ),
-        None => None,
-    };
+    let model =
+        match &body.model {
+            Some(reference) => Some(parse_model_ref(reference).ok_or_else(|| {
+                ServerError::body(format!("model: must be provider/model; got {reference:?}"))
+            })?),
+            None => None,
+        };
     let session = session(&state, &id).await?;
     let input = CommandInput {
         command: body.command,

@@ -104,14 +104,12 @@ pub fn default_agent(config: &Config, agents: &BTreeMap<String, Agent>) -> Resul
     if agents.get("build").is_some_and(Agent::is_primary) {
         return Ok("build".to_owned());
     }
-    agents
-        .values()
-        .find(|agent| agent.is_primary())
-        .map(|agent| agent.name.clone())
-        .ok_or_else(|| ComposeError::DefaultAgent {
+    agents.values().find(|agent| agent.is_primary()).map(|agent| agent.name.clone()).ok_or_else(|| {
+        ComposeError::DefaultAgent {
             name: "build".to_owned(),
             reason: "every primary agent is disabled".to_owned(),
-        })
+        }
+    })
 }
 
 fn primary_names(agents: &BTreeMap<String, Agent>) -> String {
@@ -166,7 +164,8 @@ mod tests {
     #[test]
     fn the_default_agent_must_exist_and_be_primary() {
         let with = |default: &str| {
-            let config = config(json!({"default_agent": default, "agent": {"locked": {"permission": "deny"}}}));
+            let config =
+                config(json!({"default_agent": default, "agent": {"locked": {"permission": "deny"}}}));
             let agents = configured_agents(&config, None).unwrap();
             default_agent(&config, &agents).map_err(|error| error.to_string())
         };

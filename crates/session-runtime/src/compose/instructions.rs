@@ -75,7 +75,9 @@ fn expand(entry: &str, sources: &InstructionSources<'_>) -> Vec<PathBuf> {
         return Vec::new();
     };
     // The folder before the first glob character is walked; the rest is matched below it.
-    let base = text[..magic].rfind('/').map_or_else(|| sources.root.to_path_buf(), |slash| PathBuf::from(&text[..slash]));
+    let base = text[..magic]
+        .rfind('/')
+        .map_or_else(|| sources.root.to_path_buf(), |slash| PathBuf::from(&text[..slash]));
     let pattern = format!("/{}", text[base.to_string_lossy().len()..].trim_start_matches('/'));
     let mut overrides = ignore::overrides::OverrideBuilder::new(&base);
     let matcher = match overrides.add(&pattern).map(|_| ()).and_then(|()| overrides.build()) {
@@ -170,7 +172,9 @@ mod tests {
             ]
         );
         let text = instructions_text(&files).unwrap().unwrap();
-        assert!(text.starts_with(&format!("Instructions from: {}\nroot rules", root.join("AGENTS.md").display())));
+        assert!(
+            text.starts_with(&format!("Instructions from: {}\nroot rules", root.join("AGENTS.md").display()))
+        );
         assert!(text.contains("pkg rules") && text.contains("global rules") && text.contains("home notes"));
         assert!(!text.contains("not read"));
     }
@@ -178,8 +182,13 @@ mod tests {
     #[test]
     fn no_files_no_block() {
         let dir = tempfile::tempdir().unwrap();
-        let sources =
-            InstructionSources { cwd: dir.path(), root: dir.path(), user_dir: None, home: None, instructions: &[] };
+        let sources = InstructionSources {
+            cwd: dir.path(),
+            root: dir.path(),
+            user_dir: None,
+            home: None,
+            instructions: &[],
+        };
         assert!(instruction_files(&sources).is_empty());
         assert_eq!(instructions_text(&[]).unwrap(), None);
     }

@@ -19,7 +19,9 @@ use super::models::ConfiguredModels;
 use crate::config::{
     ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, user_config_dir,
 };
-use crate::engine::{GitSnapshotter, TaskTool, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
+use crate::engine::{
+    GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, TaskTool, parse_model_ref,
+};
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.
 #[derive(Debug, Clone)]

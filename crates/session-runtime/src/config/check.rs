@@ -385,12 +385,22 @@ mod tests {
             }}}},
         });
         let unsupported = |key: &str| {
-            format!("session.json: {key} is not supported here and has no effect (\"warn_unsupported\": false hides this)")
+            format!(
+                "session.json: {key} is not supported here and has no effect (\"warn_unsupported\": false hides this)"
+            )
         };
         assert_eq!(
             warnings(value),
-            ["theme", "autoupdate", "keybinds", "lsp", "plugin", "experimental.batch_tool", "provider.x.whitelist"]
-                .map(unsupported)
+            [
+                "theme",
+                "autoupdate",
+                "keybinds",
+                "lsp",
+                "plugin",
+                "experimental.batch_tool",
+                "provider.x.whitelist"
+            ]
+            .map(unsupported)
         );
     }
 

@@ -120,7 +120,15 @@ pub fn discover_from(
     let user_markdown = user_dir.map(super::markdown::markdown_files).unwrap_or_default();
 
     let explicit = session_config.map(|path| start_dir.join(path));
-    ConfigSources { user, project, explicit, project_root, trusted: Vec::new(), user_markdown, project_markdown }
+    ConfigSources {
+        user,
+        project,
+        explicit,
+        project_root,
+        trusted: Vec::new(),
+        user_markdown,
+        project_markdown,
+    }
 }
 
 /// The folder `session trust` in `cwd` trusts: the git root above it, else `cwd` itself (never

@@ -112,7 +112,11 @@ fn untrusted_layer(
 /// substitutions refused while reading it) becomes a warning.
 fn restrict_layer(layer: &mut ConfigLayer, refused: Vec<String>) {
     for key in refused.into_iter().chain(restrict_untrusted(&mut layer.value)) {
-        layer.warnings.push(ConfigWarning { path: layer.path.clone(), key, reason: WarningReason::Untrusted });
+        layer.warnings.push(ConfigWarning {
+            path: layer.path.clone(),
+            key,
+            reason: WarningReason::Untrusted,
+        });
     }
 }
 

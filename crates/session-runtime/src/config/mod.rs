@@ -48,11 +48,11 @@ pub use error::{ConfigError, ConfigWarning, WarningReason};
 pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
 pub use merge::merge;
 pub use package::api_for_package;
-pub use substitute::{FsResolver, Resolver, substitute};
 pub(crate) use substitute::read_regular_file;
+pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{
-    Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, ServerConfig, ShellEnvConfig,
-    SnapshotRetentionConfig, TierConfig, Timeout,
+    Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig, ModelLimitConfig, PricesConfig,
+    ProviderConfig, ProviderOptions, ServerConfig, ShellEnvConfig, SnapshotRetentionConfig, TierConfig,
+    Timeout,
 };

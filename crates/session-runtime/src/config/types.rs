@@ -553,7 +553,11 @@ fn is_default<T: Default + PartialEq>(value: &T) -> bool {
 /// What errors name for values that did not come from a checked file.
 const IN_CODE: &str = "<config>";
 
-pub(super) fn permission_rules(value: Option<&Value>, key: &str, home: Option<&str>) -> Result<Ruleset, ConfigError> {
+pub(super) fn permission_rules(
+    value: Option<&Value>,
+    key: &str,
+    home: Option<&str>,
+) -> Result<Ruleset, ConfigError> {
     match value {
         None | Some(Value::Null) => Ok(Ruleset::new()),
         Some(value) => rules_from_config(value, home).map_err(|error| {

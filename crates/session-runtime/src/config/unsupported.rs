@@ -66,7 +66,10 @@ mod tests {
     #[test]
     fn a_section_is_one_key() {
         assert_eq!(key(&["lsp", "rust", "command"]).as_deref(), Some("lsp"));
-        assert_eq!(key(&["provider", "openai", "whitelist", "0"]).as_deref(), Some("provider.openai.whitelist"));
+        assert_eq!(
+            key(&["provider", "openai", "whitelist", "0"]).as_deref(),
+            Some("provider.openai.whitelist")
+        );
         assert_eq!(key(&["agent", "build", "model"]), None);
     }
 

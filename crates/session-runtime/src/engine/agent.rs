@@ -99,7 +99,9 @@ impl Agent {
         let ruleset = agent_ruleset(Some(BuiltinAgent::Build), paths, user_rules, &[]);
         Self {
             mode: AgentMode::Primary,
-            description: Some("The default agent: reads, edits and runs commands as the rules allow.".to_owned()),
+            description: Some(
+                "The default agent: reads, edits and runs commands as the rules allow.".to_owned(),
+            ),
             ..Self::new("build", BUILD_PROMPT, ruleset)
         }
     }
@@ -187,7 +189,9 @@ mod tests {
     #[test]
     fn explore_reads_and_changes_nothing() {
         let explore = Agent::explore(&[Rule::new("*", "*", Action::Allow)], &AgentPaths::default());
-        let check = |tool: &str, pattern: &str| session_core::permission::evaluate(tool, pattern, &[&explore.ruleset]);
+        let check = |tool: &str, pattern: &str| {
+            session_core::permission::evaluate(tool, pattern, &[&explore.ruleset])
+        };
         assert_eq!(check("read", "src/a.rs"), Action::Allow);
         assert_eq!(check("grep", "fn main"), Action::Allow);
         assert_eq!(check("edit", "src/a.rs"), Action::Deny);

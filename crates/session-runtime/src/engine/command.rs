@@ -31,8 +31,8 @@ pub struct CommandInput {
 /// The template with its placeholders filled from `arguments`.
 pub fn expand_template(template: &str, arguments: &str) -> String {
     // Quoted arguments stay one; unbalanced quotes fall back to splitting on whitespace.
-    let args = shlex::split(arguments)
-        .unwrap_or_else(|| arguments.split_whitespace().map(str::to_owned).collect());
+    let args =
+        shlex::split(arguments).unwrap_or_else(|| arguments.split_whitespace().map(str::to_owned).collect());
     let highest = placeholders(template).into_iter().max().unwrap_or(0);
     let mut text = String::with_capacity(template.len() + arguments.len());
     let mut rest = template;
@@ -85,15 +85,15 @@ impl Runtime {
     /// The prompt a command makes: its template filled in, its agent and model (else the
     /// caller's).
     pub fn command_prompt(&self, input: &CommandInput) -> Result<PromptInput, RuntimeError> {
-        let command = self.settings.commands.get(&input.command).ok_or_else(|| RuntimeError::CommandNotFound {
-            name: input.command.clone(),
-            available: self.settings.commands.keys().cloned().collect::<Vec<_>>().join(", "),
-        })?;
+        let command =
+            self.settings.commands.get(&input.command).ok_or_else(|| RuntimeError::CommandNotFound {
+                name: input.command.clone(),
+                available: self.settings.commands.keys().cloned().collect::<Vec<_>>().join(", "),
+            })?;
         let model = match &command.model {
-            Some(reference) => Some(
-                parse_model_ref(reference)
-                    .ok_or_else(|| RuntimeError::BadCommandModel { name: input.command.clone(), model: reference.clone() })?,
-            ),
+            Some(reference) => Some(parse_model_ref(reference).ok_or_else(|| {
+                RuntimeError::BadCommandModel { name: input.command.clone(), model: reference.clone() }
+            })?),
             None => input.model.clone(),
         };
         Ok(PromptInput {
@@ -143,8 +143,14 @@ mod tests {
 
     #[test]
     fn arguments_fill_the_placeholders() {
-        assert_eq!(expand_template("Review $ARGUMENTS now.", "src/a.rs src/b.rs"), "Review src/a.rs src/b.rs now.");
-        assert_eq!(expand_template("Move $1 to $2.", "a.rs \"new dir/b.rs\" extra"), "Move a.rs to new dir/b.rs extra.");
+        assert_eq!(
+            expand_template("Review $ARGUMENTS now.", "src/a.rs src/b.rs"),
+            "Review src/a.rs src/b.rs now."
+        );
+        assert_eq!(
+            expand_template("Move $1 to $2.", "a.rs \"new dir/b.rs\" extra"),
+            "Move a.rs to new dir/b.rs extra."
+        );
         assert_eq!(expand_template("From $1 and $1 again; $3", "x y z w"), "From x and x again; z w");
         assert_eq!(expand_template("Run the tests.", "--fast"), "Run the tests.\n\n--fast");
         assert_eq!(expand_template("Costs $5 or $ARGS.", ""), "Costs  or $ARGS.");

@@ -15,7 +15,6 @@ use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::MAX_STEPS_TEXT;
-use super::variant::apply_variant;
 use super::bus::BusEvent;
 use super::error::RuntimeError;
 use super::runs::RunGuard;
@@ -23,6 +22,7 @@ use super::runtime::{PromptInput, Runtime, parse_model_ref, text_part};
 use super::status::SessionStatus;
 use super::step::{StepContext, StepDriver};
 use super::structured::{STRUCTURED_OUTPUT_INSTRUCTION, StructuredOutput, missing_output_error};
+use super::variant::apply_variant;
 
 /// What joined prompts get when the run they joined ended without a result (its future was
 /// dropped).
@@ -316,10 +316,18 @@ impl Runtime {
             .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
             .collect();
         let mut system = vec![agent.prompt.clone(), self.environment()];
-        let mut options =
-            RequestOptions { temperature: agent.temperature, top_p: agent.top_p, ..RequestOptions::default() };
+        let mut options = RequestOptions {
+            temperature: agent.temperature,
+            top_p: agent.top_p,
+            ..RequestOptions::default()
+        };
         if let Some(variant) = &model.variant {
-            apply_variant(&mut options, Api::from_npm(&entry.npm).unwrap_or(Api::OpenAiChat), &catalog, variant)?;
+            apply_variant(
+                &mut options,
+                Api::from_npm(&entry.npm).unwrap_or(Api::OpenAiChat),
+                &catalog,
+                variant,
+            )?;
         }
         if let Some(structured) = &structured {
             tools.push(structured.tool());

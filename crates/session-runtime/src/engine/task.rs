@@ -58,7 +58,8 @@ impl TaskTool {
             .values()
             .filter(|agent| agent.is_subagent() && !agent.hidden)
             .map(|agent| {
-                let about = agent.description.as_deref().unwrap_or("This subagent should only be called manually.");
+                let about =
+                    agent.description.as_deref().unwrap_or("This subagent should only be called manually.");
                 format!("- {}: {about}", agent.name)
             })
             .collect();
@@ -82,10 +83,9 @@ impl TaskTool {
     }
 
     fn runtime(&self) -> Result<Arc<Runtime>, ToolError> {
-        self.runtime
-            .get()
-            .and_then(Weak::upgrade)
-            .ok_or_else(|| ToolError::Failed { message: "the task tool is not attached to a runtime".to_owned() })
+        self.runtime.get().and_then(Weak::upgrade).ok_or_else(|| ToolError::Failed {
+            message: "the task tool is not attached to a runtime".to_owned(),
+        })
     }
 }
 
@@ -114,8 +114,9 @@ impl Tool for TaskTool {
     }
 
     async fn execute(&self, args: JsonObject, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
-        let args: TaskArgs = serde_json::from_value(Value::Object(args))
-            .map_err(|error| ToolError::InvalidArguments { tool: TASK_TOOL.to_owned(), details: error.to_string() })?;
+        let args: TaskArgs = serde_json::from_value(Value::Object(args)).map_err(|error| {
+            ToolError::InvalidArguments { tool: TASK_TOOL.to_owned(), details: error.to_string() }
+        })?;
         let runtime = self.runtime()?;
         let agent = runtime.subagent(&args.subagent_type)?;
         ctx.ask(PermissionRequest {
@@ -126,12 +127,18 @@ impl Tool for TaskTool {
         })
         .await?;
         let parent = ctx.session_id();
-        let child = runtime.child_session(parent, args.task_id.as_deref(), &args.description, &agent.name).await?;
+        let child =
+            runtime.child_session(parent, args.task_id.as_deref(), &args.description, &agent.name).await?;
         let model = match agent.model.as_deref().and_then(parse_model_ref) {
             Some(model) => Some(model),
             None => runtime.message_model(parent, ctx.message_id()).await,
         };
-        let input = PromptInput { text: args.prompt, agent: Some(agent.name.clone()), model, ..PromptInput::default() };
+        let input = PromptInput {
+            text: args.prompt,
+            agent: Some(agent.name.clone()),
+            model,
+            ..PromptInput::default()
+        };
         let title = args.description.clone();
         let mut metadata = JsonObject::new();
         metadata.insert("sessionId".to_owned(), json!(child.as_str()));
@@ -167,7 +174,8 @@ impl Tool for TaskTool {
         if aborted {
             return Err(ToolError::Aborted);
         }
-        let reply = result.map_err(|error| ToolError::Failed { message: format!("the subagent failed: {error}") })?;
+        let reply =
+            result.map_err(|error| ToolError::Failed { message: format!("the subagent failed: {error}") })?;
         let history = runtime.store().load_history(&child).await.map_err(|error| ToolError::Failed {
             message: format!("the subagent's session could not be read: {error}"),
         })?;
@@ -216,7 +224,10 @@ impl Runtime {
                 let available: Vec<&str> =
                     self.agents.values().filter(|a| a.is_subagent()).map(|a| a.name.as_str()).collect();
                 Err(ToolError::InvalidInput {
-                    message: format!("Unknown agent type: {name} is not a valid agent type (subagents: {})", available.join(", ")),
+                    message: format!(
+                        "Unknown agent type: {name} is not a valid agent type (subagents: {})",
+                        available.join(", ")
+                    ),
                 })
             }
         }
@@ -261,12 +272,18 @@ impl Runtime {
     }
 
     /// The model of the parent's message that called the tool, for a subagent with none.
-    async fn message_model(&self, session: &SessionId, message: &session_core::MessageId) -> Option<ModelRef> {
+    async fn message_model(
+        &self,
+        session: &SessionId,
+        message: &session_core::MessageId,
+    ) -> Option<ModelRef> {
         let history = self.store.load_history(session).await.ok()?;
         history.messages.iter().find_map(|m| match &m.info {
-            Message::Assistant(a) if &a.id == message => {
-                Some(ModelRef { provider_id: a.provider_id.clone(), model_id: a.model_id.clone(), variant: None })
-            }
+            Message::Assistant(a) if &a.id == message => Some(ModelRef {
+                provider_id: a.provider_id.clone(),
+                model_id: a.model_id.clone(),
+                variant: None,
+            }),
             _ => None,
         })
     }

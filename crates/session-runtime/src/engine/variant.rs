@@ -11,10 +11,12 @@ use super::error::RuntimeError;
 const OPENAI_EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
 
 /// Anthropic's variants and their thinking budgets, in tokens.
-const ANTHROPIC_BUDGETS: [(&str, u32); 4] = [("low", 4_000), ("medium", 8_000), ("high", 16_000), ("max", 31_999)];
+const ANTHROPIC_BUDGETS: [(&str, u32); 4] =
+    [("low", 4_000), ("medium", 8_000), ("high", 16_000), ("max", 31_999)];
 
 /// Gemini's variants and their thinking budgets, in tokens.
-const GEMINI_BUDGETS: [(&str, u32); 4] = [("low", 4_096), ("medium", 8_192), ("high", 16_000), ("max", 24_576)];
+const GEMINI_BUDGETS: [(&str, u32); 4] =
+    [("low", 4_096), ("medium", 8_192), ("high", 16_000), ("max", 24_576)];
 
 /// Sets `variant` on `options` for `model` spoken in `api`.
 pub(crate) fn apply_variant(
@@ -26,7 +28,10 @@ pub(crate) fn apply_variant(
     if !model.reasoning {
         return Err(RuntimeError::Variant {
             variant: variant.to_owned(),
-            reason: format!("model {} is not a reasoning model (the catalog says so), so it takes no variant", model.id),
+            reason: format!(
+                "model {} is not a reasoning model (the catalog says so), so it takes no variant",
+                model.id
+            ),
         });
     }
     let unknown = |names: Vec<&str>| RuntimeError::Variant {
@@ -41,7 +46,8 @@ pub(crate) fn apply_variant(
             options.reasoning_effort = Some(variant.to_owned());
         }
         Api::Anthropic => {
-            let budget = budget(&ANTHROPIC_BUDGETS, variant).ok_or_else(|| unknown(names(&ANTHROPIC_BUDGETS)))?;
+            let budget =
+                budget(&ANTHROPIC_BUDGETS, variant).ok_or_else(|| unknown(names(&ANTHROPIC_BUDGETS)))?;
             options.thinking_budget = Some(budget);
         }
         Api::Gemini => {
@@ -86,10 +92,12 @@ mod tests {
     #[test]
     fn unknown_variants_and_plain_models_are_errors() {
         let mut options = RequestOptions::default();
-        let error = apply_variant(&mut options, Api::Anthropic, &reasoning(), "minimal").unwrap_err().to_string();
-        assert!(error.contains("low, medium, high, max"), "{error}");
         let error =
-            apply_variant(&mut options, Api::OpenAiChat, &CatalogModel::unknown("plain"), "high").unwrap_err().to_string();
+            apply_variant(&mut options, Api::Anthropic, &reasoning(), "minimal").unwrap_err().to_string();
+        assert!(error.contains("low, medium, high, max"), "{error}");
+        let error = apply_variant(&mut options, Api::OpenAiChat, &CatalogModel::unknown("plain"), "high")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("not a reasoning model"), "{error}");
         assert_eq!(options, RequestOptions::default());
     }

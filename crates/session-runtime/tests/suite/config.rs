@@ -147,7 +147,10 @@ fn a_hosted_providers_user_config_loads() {
 
     let loaded = tree.load("repo", None, &[("OPENAI_API_KEY", "sk-openai-456")]).unwrap();
     // The TUI's keys load, each with one line saying it has no effect here.
-    assert_eq!(tree.warnings(&loaded), unsupported("home/.config/session/config.jsonc", &["theme", "autoupdate", "share", "keybinds"]));
+    assert_eq!(
+        tree.warnings(&loaded),
+        unsupported("home/.config/session/config.jsonc", &["theme", "autoupdate", "share", "keybinds"])
+    );
     assert_eq!(loaded.files, [user_config_dir(&tree.home()).join("config.jsonc")]);
 
     let config = &loaded.config;

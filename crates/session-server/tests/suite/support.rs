@@ -100,7 +100,10 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
     settings.compaction = config.compaction.clone();
     settings.commands.insert(
         "greet".to_owned(),
-        session_runtime::CommandConfig { template: "Say hello to $ARGUMENTS.".to_owned(), ..Default::default() },
+        session_runtime::CommandConfig {
+            template: "Say hello to $ARGUMENTS.".to_owned(),
+            ..Default::default()
+        },
     );
     let runtime = Arc::new(
         Runtime::builder(store.clone(), Arc::new(tools), settings)
