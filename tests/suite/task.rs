@@ -267,3 +267,30 @@ async fn interrupting_the_parent_aborts_its_running_child() {
     main.shutdown().await;
     sub.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_permission_ask_reaches_the_parents_asker() {
+    let parent_turns = json!([{"calls": [task_call("echo", "Run echo.")]}, {"text": "Parent done."}]);
+    let child_turns = json!([{"calls": [{"op": "bash", "command": "echo CHILD-RAN"}]}, {"text": "child done"}]);
+    let root = tempfile::tempdir().unwrap();
+    for (flag, ran) in [("--deny", false), ("--yes", true)] {
+        let main = TestServer::start(script(parent_turns.clone())).await.unwrap();
+        let sub = TestServer::start(script(child_turns.clone())).await.unwrap();
+        let dir = project(root.path(), &main, &sub);
+        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
+        config["agent"]["general"]["permission"] = json!({"bash": "ask"});
+        std::fs::write(dir.join("session.json"), config.to_string()).unwrap();
+        let out = run(root.path(), &["run", flag, "echo through a subagent"]).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{flag}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        // A rejected ask halts the child's loop (as a parent's would); an allowed one runs.
+        let child_requests = mains(&sub);
+        assert_eq!(child_requests.len(), if ran { 2 } else { 1 }, "{flag}");
+        if ran {
+            assert!(tool_results(&child_requests[1]).iter().any(|r| r.contains("CHILD-RAN")), "{flag}");
+        }
+        assert_eq!(stdout.contains("!! bash"), !ran, "{flag}: {stdout}");
+        main.shutdown().await;
+        sub.shutdown().await;
+    }
+}
