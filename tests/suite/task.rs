@@ -113,6 +113,9 @@ async fn a_task_runs_a_child_session_whose_text_returns_to_the_parent() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("The subagent says it is zebra."), "{stdout}");
+    // The totals add the child's cost to the parent's.
+    let totals = stdout.lines().last().unwrap_or_default();
+    assert!(totals.contains(" (with subagents: $"), "{totals}");
 
     // The child ran the read with its own model and without the task tool.
     let child_requests = mains(&sub);
@@ -271,13 +274,15 @@ async fn interrupting_the_parent_aborts_its_running_child() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_permission_ask_reaches_the_parents_asker() {
     let parent_turns = json!([{"calls": [task_call("echo", "Run echo.")]}, {"text": "Parent done."}]);
-    let child_turns = json!([{"calls": [{"op": "bash", "command": "echo CHILD-RAN"}]}, {"text": "child done"}]);
+    let child_turns =
+        json!([{"calls": [{"op": "bash", "command": "echo CHILD-RAN"}]}, {"text": "child done"}]);
     let root = tempfile::tempdir().unwrap();
     for (flag, ran) in [("--deny", false), ("--yes", true)] {
         let main = TestServer::start(script(parent_turns.clone())).await.unwrap();
         let sub = TestServer::start(script(child_turns.clone())).await.unwrap();
         let dir = project(root.path(), &main, &sub);
-        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
+        let mut config: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
         config["agent"]["general"]["permission"] = json!({"bash": "ask"});
         std::fs::write(dir.join("session.json"), config.to_string()).unwrap();
         let out = run(root.path(), &["run", flag, "echo through a subagent"]).await;

@@ -175,6 +175,34 @@ async fn interrupt_signal() {
     }
 }
 
+/// The summed cost of the assistant messages of `parent`'s child sessions (subagent tasks);
+/// `None` when it has none (or they cannot be read, which only costs the extra figure).
+async fn children_cost(store: &dyn Store, parent: &SessionId) -> Option<rust_decimal::Decimal> {
+    let mut query = session_store::ListSessions { limit: 1000, ..session_store::ListSessions::default() };
+    let mut children = Vec::new();
+    loop {
+        let page = store.list_sessions(&query).await.ok()?;
+        children
+            .extend(page.sessions.into_iter().filter(|s| s.parent_id.as_ref() == Some(parent)).map(|s| s.id));
+        match page.next {
+            Some(cursor) => query.after = Some(cursor),
+            None => break,
+        }
+    }
+    if children.is_empty() {
+        return None;
+    }
+    let mut total = rust_decimal::Decimal::ZERO;
+    for child in &children {
+        for message in store.load_history(child).await.ok()?.messages {
+            if let session_core::Message::Assistant(assistant) = message.info {
+                total += assistant.cost;
+            }
+        }
+    }
+    Some(total)
+}
+
 /// Runs one prompt; returns the process exit code.
 pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -> Result<u8> {
     let setup = RuntimeSetup {
@@ -279,8 +307,13 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     }
     let reply = result.context("the run stopped unexpectedly")??;
     let tokens = reply.tokens;
+    // Subagents' costs are their sessions'; the parent's line adds them up.
+    let subagents = match children_cost(store.as_ref(), &session_id).await {
+        Some(cost) => format!(" (with subagents: ${})", (reply.cost + cost).round_dp(6).normalize()),
+        None => String::new(),
+    };
     renderer.totals(&format!(
-        "tokens: {} in, {} out | cost: ${} | session: {}",
+        "tokens: {} in, {} out | cost: ${}{subagents} | session: {}",
         tokens.input + tokens.cache.read + tokens.cache.write,
         tokens.output + tokens.reasoning,
         reply.cost.round_dp(6).normalize(),
