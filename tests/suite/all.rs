@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agents;
 mod crash;
 mod demo;
 mod faults;
@@ -10,3 +11,4 @@ mod replay;
 mod run;
 mod security;
 mod serve_sdk;
+mod task;

@@ -45,14 +45,22 @@ enum Command {
     },
     /// Runs one prompt against a real provider, streaming to the terminal.
     Run {
-        /// The prompt (read from stdin when absent).
-        prompt: Option<String>,
+        /// The prompt, its words joined by spaces (read from stdin when absent); with
+        /// --command, the command's arguments.
+        prompt: Vec<String>,
         /// The model, as provider/model.
         #[arg(long, short)]
         model: Option<String>,
-        /// The agent (build or plan).
+        /// The agent (default: the config's default_agent, else build).
         #[arg(long)]
         agent: Option<String>,
+        /// Run this command (`command.<name>` or a markdown command) with the prompt words as
+        /// its arguments.
+        #[arg(long)]
+        command: Option<String>,
+        /// The model variant (reasoning effort), such as high; for reasoning models.
+        #[arg(long)]
+        variant: Option<String>,
         /// Continue this session.
         #[arg(long)]
         session: Option<String>,
@@ -326,19 +334,21 @@ fn async_runtime() -> Result<tokio::runtime::Runtime> {
 
 fn run(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Run { prompt, model, agent, session, base_url, db, format, yes, deny } => {
+        Command::Run { prompt, model, agent, command, variant, session, base_url, db, format, yes, deny } => {
             use std::io::{IsTerminal as _, Read as _};
             let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-            let prompt = match prompt {
-                Some(prompt) => prompt,
-                None if !std::io::stdin().is_terminal() => {
+            let prompt = match prompt.is_empty() {
+                false => prompt.join(" "),
+                // A command's arguments may be none.
+                true if command.is_some() => String::new(),
+                true if !std::io::stdin().is_terminal() => {
                     let mut text = String::new();
                     std::io::stdin().read_to_string(&mut text).context("reading the prompt from stdin")?;
                     text
                 }
-                None => anyhow::bail!("no prompt: pass it as an argument or on stdin"),
+                true => anyhow::bail!("no prompt: pass it as an argument or on stdin"),
             };
-            if prompt.trim().is_empty() {
+            if prompt.trim().is_empty() && command.is_none() {
                 anyhow::bail!("the prompt is empty");
             }
             let env: std::collections::HashMap<String, String> = std::env::vars().collect();
@@ -356,6 +366,8 @@ fn run(command: Command) -> Result<ExitCode> {
                 prompt,
                 model,
                 agent,
+                command,
+                variant,
                 session,
                 base_url,
                 db,

@@ -23,7 +23,8 @@ pub struct Renderer<W: Write> {
     format: OutputFormat,
     /// Part ids whose text is being streamed, so the final text is not printed twice.
     streamed: HashMap<String, usize>,
-    /// The last status shown per tool call, so a line is printed once per state.
+    /// The last status shown per tool part (call ids repeat across sessions: a subagent's child
+    /// session may reuse its parent's), so a line is printed once per state.
     tool_states: HashMap<String, &'static str>,
     /// Parts known to be reasoning: their deltas are shown as thinking, apart from the answer.
     reasoning: std::collections::HashSet<String>,
@@ -83,10 +84,10 @@ impl<W: Write> Renderer<W> {
                 }
                 PartKind::Tool(tool) => {
                     let status = tool.state.status().as_str();
-                    if self.tool_states.get(&tool.call_id) == Some(&status) {
+                    if self.tool_states.get(part.id.as_str()) == Some(&status) {
                         return Ok(());
                     }
-                    self.tool_states.insert(tool.call_id.clone(), status);
+                    self.tool_states.insert(part.id.to_string(), status);
                     let input = summarize_input(tool.state.input());
                     let line = match &tool.state {
                         ToolState::Pending { .. } => return Ok(()),

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
 use session_core::{Identifier as _, SessionId, permission::PermissionAsk, permission::Reply};
 pub use session_runtime::{Assembled, RuntimeSetup};
-use session_runtime::{Clock as _, PromptInput, SystemClock};
+use session_runtime::{Clock as _, CommandInput, PromptInput, SystemClock};
 use session_store::{Store, StoreOptions};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::mpsc;
@@ -42,6 +42,10 @@ pub struct RunOptions {
     pub model: Option<String>,
     /// `--agent`.
     pub agent: Option<String>,
+    /// `--command`: run this command with `prompt` as its arguments.
+    pub command: Option<String>,
+    /// `--variant`: the model variant (reasoning effort).
+    pub variant: Option<String>,
     /// `--session`: continue this session.
     pub session: Option<String>,
     /// `--base-url` for the model's provider.
@@ -171,6 +175,34 @@ async fn interrupt_signal() {
     }
 }
 
+/// The summed cost of the assistant messages of `parent`'s child sessions (subagent tasks);
+/// `None` when it has none (or they cannot be read, which only costs the extra figure).
+async fn children_cost(store: &dyn Store, parent: &SessionId) -> Option<rust_decimal::Decimal> {
+    let mut query = session_store::ListSessions { limit: 1000, ..session_store::ListSessions::default() };
+    let mut children = Vec::new();
+    loop {
+        let page = store.list_sessions(&query).await.ok()?;
+        children
+            .extend(page.sessions.into_iter().filter(|s| s.parent_id.as_ref() == Some(parent)).map(|s| s.id));
+        match page.next {
+            Some(cursor) => query.after = Some(cursor),
+            None => break,
+        }
+    }
+    if children.is_empty() {
+        return None;
+    }
+    let mut total = rust_decimal::Decimal::ZERO;
+    for child in &children {
+        for message in store.load_history(child).await.ok()?.messages {
+            if let session_core::Message::Assistant(assistant) = message.info {
+                total += assistant.cost;
+            }
+        }
+    }
+    Some(total)
+}
+
 /// Runs one prompt; returns the process exit code.
 pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -> Result<u8> {
     let setup = RuntimeSetup {
@@ -199,13 +231,29 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let mut run = {
         let runtime = runtime.clone();
         let id = session_id.clone();
+        // `--model` beats the agent's model; without it the agent's model, else the config's
+        // `model`, is the runtime's choice.
+        let model = options.model.is_some().then_some(model);
         let input = PromptInput {
             text: options.prompt.clone(),
             agent: options.agent.clone(),
-            model: Some(model),
+            model,
+            variant: options.variant.clone(),
             ..PromptInput::default()
         };
-        tokio::spawn(async move { runtime.prompt(&id, input).await })
+        let command = options.command.clone().map(|command| CommandInput {
+            command,
+            arguments: options.prompt.clone(),
+            agent: input.agent.clone(),
+            model: input.model.clone(),
+            variant: input.variant.clone(),
+        });
+        tokio::spawn(async move {
+            match command {
+                Some(command) => runtime.command(&id, &command).await.map(|(_, answer)| answer),
+                None => runtime.prompt(&id, input).await,
+            }
+        })
     };
     let mut interrupted = false;
     // One listener for the whole run, so a signal between two loop turns is not missed.
@@ -259,8 +307,13 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     }
     let reply = result.context("the run stopped unexpectedly")??;
     let tokens = reply.tokens;
+    // Subagents' costs are their sessions'; the parent's line adds them up.
+    let subagents = match children_cost(store.as_ref(), &session_id).await {
+        Some(cost) => format!(" (with subagents: ${})", (reply.cost + cost).round_dp(6).normalize()),
+        None => String::new(),
+    };
     renderer.totals(&format!(
-        "tokens: {} in, {} out | cost: ${} | session: {}",
+        "tokens: {} in, {} out | cost: ${}{subagents} | session: {}",
         tokens.input + tokens.cache.read + tokens.cache.write,
         tokens.output + tokens.reasoning,
         reply.cost.round_dp(6).normalize(),

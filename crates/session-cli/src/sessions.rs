@@ -22,29 +22,45 @@ fn parse_id(id: &str) -> Result<SessionId> {
 
 /// Lists sessions, newest first, one per line, tab-separated: id, title, the lines the session
 /// added and deleted in the working tree (`+12 -3`, or `-` before any step changed a file
-/// under snapshots), directory.
+/// under snapshots), directory. A subagent's child session follows its parent, its id indented
+/// by two spaces.
 pub async fn list(store: &dyn Store, out: &mut impl Write) -> Result<()> {
     let mut query = ListSessions { limit: 100, ..ListSessions::default() };
+    let mut sessions = Vec::new();
     loop {
         let page = store.list_sessions(&query).await?;
-        for session in &page.sessions {
-            let changes = match &session.summary {
-                Some(summary) => format!("+{} -{}", summary.additions, summary.deletions),
-                None => "-".to_owned(),
-            };
-            // A title is one line (the store may hold anything): tabs and newlines would break
-            // the columns.
-            let title = clean(&session.title).replace(['\t', '\n'], " ");
-            writeln!(out, "{}\t{}\t{}\t{}", session.id, title, changes, clean(&session.directory))?;
-        }
+        sessions.extend(page.sessions);
         for skipped in &page.skipped {
             eprintln!("session: skipped an unreadable session row {}: {}", skipped.id, skipped.reason);
         }
         match page.next {
             Some(cursor) => query.after = Some(cursor),
-            None => return Ok(()),
+            None => break,
         }
     }
+    let ids: std::collections::HashSet<_> = sessions.iter().map(|session| session.id.clone()).collect();
+    let is_root = |session: &session_store::Session| {
+        session.parent_id.as_ref().is_none_or(|parent| !ids.contains(parent))
+    };
+    for root in sessions.iter().filter(|session| is_root(session)) {
+        write_session(out, root, "")?;
+        for child in sessions.iter().filter(|session| session.parent_id.as_ref() == Some(&root.id)) {
+            write_session(out, child, "  ")?;
+        }
+    }
+    Ok(())
+}
+
+fn write_session(out: &mut impl Write, session: &session_store::Session, indent: &str) -> Result<()> {
+    let changes = match &session.summary {
+        Some(summary) => format!("+{} -{}", summary.additions, summary.deletions),
+        None => "-".to_owned(),
+    };
+    // A title is one line (the store may hold anything): tabs and newlines would break the
+    // columns.
+    let title = clean(&session.title).replace(['\t', '\n'], " ");
+    writeln!(out, "{indent}{}\t{}\t{}\t{}", session.id, title, changes, clean(&session.directory))?;
+    Ok(())
 }
 
 /// Shows a session's messages as readable text.

@@ -27,21 +27,23 @@ mod config;
 mod engine;
 
 pub use compose::{
-    Assembled, ComposeError, ConfiguredModels, ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels,
-    assemble, configured_agents, open_store, project_root, user_dir,
+    Assembled, ComposeError, ConfiguredModels, InstructionSources, ResolvedProvider, RuntimeBuilder,
+    RuntimeSetup, StaticModels, assemble, configured_agents, default_agent, instruction_files,
+    instructions_text, open_store, project_root, user_dir,
 };
 pub use config::{
-    AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
-    ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
-    PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
+    AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
+    CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig,
+    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
     SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason,
     api_for_package, combine, discover, discover_from, discover_in, load, merge, parse_layer,
     restrict_untrusted, substitute, user_config_dir,
 };
 pub use engine::{
-    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,
-    MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT, PromptInput, ProviderEntry, Runtime,
-    RuntimeError, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus,
-    Sleeper, SnapshotRetention, Snapshotter, SplitMix, SystemClock, TokioSleeper, environment_prompt,
-    missing_output_error, parse_model_ref, random_entropy, title_model, utc_date,
+    Agent, BUILD_PROMPT, Bus, BusEvent, Clock, CommandInput, EXPLORE_PROMPT, GENERAL_PROMPT, GitSnapshotter,
+    HousekeepingReport, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT,
+    PromptInput, ProviderEntry, Runtime, RuntimeError, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION,
+    STRUCTURED_OUTPUT_TOOL, SessionStatus, Sleeper, SnapshotRetention, Snapshotter, SplitMix, SystemClock,
+    TASK_TOOL, TaskTool, TokioSleeper, environment_prompt, expand_template, missing_output_error,
+    parse_model_ref, random_entropy, title_model, utc_date,
 };

@@ -22,6 +22,7 @@ mod asker;
 mod auth;
 mod body;
 mod cluster;
+mod commands;
 mod error;
 mod events;
 mod notice;
@@ -123,6 +124,8 @@ pub fn router(parts: ServerParts) -> Router {
         .route("/session/{id}/message", get(routes::messages).post(routes::prompt))
         .route("/session/{id}/prompt_async", post(routes::prompt_async))
         .route("/session/{id}/abort", post(routes::abort))
+        .route("/session/{id}/command", post(commands::command))
+        .route("/session/{id}/children", get(commands::children))
         .route("/session/{id}/revert", post(routes::revert))
         .route("/session/{id}/permissions/{permissionID}", post(routes::reply_permission))
         .with_state(state);

@@ -18,6 +18,8 @@ pub(crate) const ROUTES: &[(&str, &str)] = &[
     ("post", "/session/{id}/message"),
     ("post", "/session/{id}/prompt_async"),
     ("post", "/session/{id}/abort"),
+    ("post", "/session/{id}/command"),
+    ("get", "/session/{id}/children"),
     ("post", "/session/{id}/revert"),
     ("post", "/session/{id}/permissions/{permissionID}"),
 ];
@@ -208,6 +210,28 @@ fn operation(method: &str, path: &str) -> Option<Operation> {
             params: vec![id],
             body: None,
             responses: with(vec![("200", ok("Aborted", json!({"type": "boolean"})))], true),
+        },
+        ("post", "/session/{id}/command") => Operation {
+            id: "session.command",
+            summary: "Run a command (a prompt template) with arguments and wait for the run to end",
+            params: vec![id.clone()],
+            body: Some(json!({"type": "object", "required": ["command"], "properties": {
+                "command": {"type": "string"}, "arguments": {"type": "string"}, "agent": {"type": "string"},
+                "model": {"type": "string", "description": "provider/model"}, "messageID": {"type": "string"}}})),
+            responses: with(
+                vec![("200", ok("The last assistant message and its parts", message_with_parts.clone()))],
+                true,
+            ),
+        },
+        ("get", "/session/{id}/children") => Operation {
+            id: "session.children",
+            summary: "The session's child sessions (subagent tasks), newest first",
+            params: vec![id.clone()],
+            body: None,
+            responses: with(
+                vec![("200", ok("Sessions", json!({"type": "array", "items": reference("Session")})))],
+                true,
+            ),
         },
         ("post", "/session/{id}/revert") => Operation {
             id: "session.revert",

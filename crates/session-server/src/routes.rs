@@ -45,7 +45,7 @@ pub(crate) struct MessagesQuery {
     limit: Option<usize>,
 }
 
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ServerError> {
+pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ServerError> {
     query.map(|Query(q)| q).map_err(|rejection| ServerError::query(rejection.body_text()))
 }
 
@@ -54,7 +54,7 @@ fn parse_id<T: Identifier>(value: &str, name: &str) -> Result<T, ServerError> {
 }
 
 /// Parses the session id and checks that the session exists.
-async fn session(state: &AppState, id: &str) -> Result<Session, ServerError> {
+pub(crate) async fn session(state: &AppState, id: &str) -> Result<Session, ServerError> {
     let id: SessionId = parse_id(id, "id")?;
     state.store.get_session(&id).await.map_err(|error| match error {
         session_store::StoreError::NotFound { .. } => {

@@ -27,6 +27,8 @@ impl RuntimeSettings {
             default_model,
             worktree: worktree.into(),
             instructions: None,
+            default_agent: None,
+            commands: indexmap::IndexMap::new(),
             compaction_model: None,
             titles: false,
             small_model: None,

@@ -63,6 +63,23 @@ pub enum ComposeError {
     /// No HTTP client could be built.
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// `default_agent` names no agent that can run a session.
+    #[error("default_agent {name:?} cannot be used: {reason}; set \"default_agent\" to a primary agent")]
+    DefaultAgent {
+        /// The name configured.
+        name: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// An instruction file could not be read.
+    #[error("instructions: cannot read {path}: {source}")]
+    Instructions {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The workspace or the tool registry could not be set up.
     #[error(transparent)]
     Tools(#[from] ToolError),

@@ -9,11 +9,13 @@
 mod agents;
 mod builder;
 mod error;
+mod instructions;
 mod models;
 mod setup;
 
-pub use agents::configured_agents;
+pub use agents::{configured_agents, default_agent};
 pub use builder::RuntimeBuilder;
 pub use error::ComposeError;
+pub use instructions::{InstructionSources, instruction_files, instructions_text};
 pub use models::{ConfiguredModels, ResolvedProvider, StaticModels};
 pub use setup::{Assembled, RuntimeSetup, assemble, open_store, project_root, user_dir};

@@ -126,6 +126,12 @@ impl ConfiguredModels {
             if let Some(id) = &config.id {
                 found.id.clone_from(id);
             }
+            // The capability flags a config sets win over the catalog's (a custom model is a
+            // reasoning model only when its config says so).
+            found.reasoning = config.reasoning.unwrap_or(found.reasoning);
+            found.attachment = config.attachment.unwrap_or(found.attachment);
+            found.temperature = config.temperature.unwrap_or(found.temperature);
+            found.tool_call = config.tool_call.unwrap_or(found.tool_call);
         }
         Some(found)
     }

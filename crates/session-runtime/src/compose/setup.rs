@@ -13,12 +13,15 @@ use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions}
 use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry};
 
 use super::ComposeError;
-use super::agents::configured_agents;
+use super::agents::{configured_agents, default_agent};
+use super::instructions::{InstructionSources, instruction_files, instructions_text};
 use super::models::ConfiguredModels;
 use crate::config::{
     ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, user_config_dir,
 };
-use crate::engine::{GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
+use crate::engine::{
+    GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, TaskTool, parse_model_ref,
+};
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.
 #[derive(Debug, Clone)]
@@ -143,8 +146,13 @@ pub async fn assemble(
         Some(home) => workspace.with_home(home),
         None => workspace,
     };
+    let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
+    let agents = configured_agents(&config, home.as_deref())?;
+    let mut registry = builtin_registry()?;
+    let task = Arc::new(TaskTool::new(&agents));
+    registry.register(task.clone())?;
     let tools = Arc::new(
-        ToolExecutor::new(builtin_registry()?, workspace, permissions.clone())
+        ToolExecutor::new(registry, workspace, permissions.clone())
             .with_continue_loop_on_deny(config.continue_loop_on_deny())
             .with_shell_env(config.shell_env.policy()),
     );
@@ -155,12 +163,20 @@ pub async fn assemble(
         },
         false => Arc::new(NoSnapshots),
     };
-    let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
-    let agents = configured_agents(&config, home.as_deref())?;
     let mut settings = RuntimeSettings::new(model.clone(), setup.cwd.clone());
     settings.compaction = config.compaction.clone();
     settings.continue_loop_on_deny = config.continue_loop_on_deny();
-    settings.instructions = std::fs::read_to_string(setup.cwd.join("AGENTS.md")).ok();
+    settings.default_agent = Some(default_agent(&config, &agents)?);
+    settings.commands = config.command.clone();
+    let root = project_root(&setup.cwd);
+    let files = instruction_files(&InstructionSources {
+        cwd: &setup.cwd,
+        root: &root,
+        user_dir: user_dir.as_deref(),
+        home: setup.home.as_deref(),
+        instructions: &config.instructions,
+    });
+    settings.instructions = instructions_text(&files)?;
     settings.compaction_model =
         config.agent.get("compaction").and_then(|agent| agent.model.as_deref()).and_then(parse_model_ref);
     settings.titles = true;
@@ -175,9 +191,11 @@ pub async fn assemble(
         .snapshots(snapshots)
         .agents(agents)
         .build();
+    let runtime = Arc::new(runtime);
+    task.attach(&runtime);
     let database = setup.db.clone().or_else(|| config.database.clone()).filter(|d| !d.trim().is_empty());
     Ok(Assembled {
-        runtime: Arc::new(runtime),
+        runtime,
         store,
         permissions,
         model,

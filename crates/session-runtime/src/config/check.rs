@@ -31,63 +31,21 @@ const AGENT_KEYS: [&str; 16] = [
     "tools",
 ];
 
-/// OpenCode keys this runtime does not implement: accepted without a warning. `*` stands for
-/// any one key or index. A pattern covers everything below it, since an ignored value is
-/// reported once, at its own path.
+/// OpenCode keys accepted without a warning: the schema link, listening settings the command's
+/// flags decide, MCP (its own module's), and the models.dev fields that describe rather than
+/// configure. `*` stands for any one key or index. A pattern covers everything below it, since
+/// an ignored value is reported once, at its own path. OpenCode keys with no effect here warn
+/// (see `unsupported.rs`).
 const ACCEPTED: &[&[&str]] = &[
-    // Top level: the TUI, sharing, plugins, MCP, LSP, formatters, commands and the like.
     &["$schema"],
-    &["theme"],
-    &["keybinds"],
-    &["logLevel"],
-    &["tui"],
     &["server", "port"],
     &["server", "hostname"],
     &["server", "mdns"],
     &["server", "mdnsDomain"],
-    &["command"],
-    &["skills"],
-    &["watcher"],
-    &["plugin"],
-    &["share"],
-    &["autoshare"],
-    &["autoupdate"],
-    &["disabled_providers"],
-    &["enabled_providers"],
-    &["default_agent"],
-    &["username"],
-    &["mode"],
     &["mcp"],
-    &["formatter"],
-    &["lsp"],
-    &["instructions"],
-    &["layout"],
-    &["tools"],
-    &["enterprise"],
-    &["attachment"],
-    &["tool_output"],
-    &["subagent_depth"],
-    &["shell"],
-    &["references"],
-    &["reference"],
-    &["experimental", "hook"],
-    &["experimental", "chatMaxRetries"],
-    &["experimental", "disable_paste_summary"],
-    &["experimental", "batch_tool"],
-    &["experimental", "openTelemetry"],
-    &["experimental", "primary_tools"],
     &["experimental", "mcp_timeout"],
-    &["experimental", "policies"],
-    // Agents: display and legacy keys.
-    &["agent", "*", "name"],
-    &["agent", "*", "variant"],
-    &["agent", "*", "hidden"],
-    &["agent", "*", "color"],
-    &["agent", "*", "tools"],
-    // Providers: catalog identity and model filters.
+    // Providers: catalog identity.
     &["provider", "*", "id"],
-    &["provider", "*", "whitelist"],
-    &["provider", "*", "blacklist"],
     // Models: the rest of the models.dev shape.
     &["provider", "*", "models", "*", "family"],
     &["provider", "*", "models", "*", "release_date"],
@@ -124,6 +82,7 @@ const OBJECTS: &[&[&str]] = &[
     &["provider", "*", "models", "*", "cost", "tiers", "*"],
     &["provider", "*", "models", "*", "cost", "tiers", "*", "tier"],
     &["agent", "*"],
+    &["command", "*"],
     &["compaction"],
     &["experimental"],
     &["server"],
@@ -169,7 +128,10 @@ pub(crate) fn check_layer(value: &mut Value, path: &Path) -> Result<Vec<ConfigWa
     Ok(ignored
         .into_iter()
         .filter(|segments| !accepted(segments))
-        .map(|segments| ConfigWarning::unknown(path, segments.join(".")))
+        .map(|segments| match super::unsupported::unsupported_key(&segments) {
+            Some(key) => ConfigWarning::unsupported(path, key),
+            None => ConfigWarning::unknown(path, segments.join(".")),
+        })
         .filter(|warning| seen.insert(warning.key.clone()))
         .collect())
 }
@@ -403,34 +365,43 @@ mod tests {
     }
 
     #[test]
-    fn opencode_keys_we_do_not_implement_are_accepted_silently() {
+    fn opencode_keys_without_effect_warn_once_each_and_the_rest_load_silently() {
         let value = json!({
             "$schema": "https://opencode.ai/config.json",
             "theme": "tokyonight",
             "autoupdate": "notify",
-            "share": "disabled",
-            "keybinds": {"leader": "ctrl+x"},
-            "tui": {"scroll_speed": 3},
+            "keybinds": {"leader": "ctrl+x", "quit": "ctrl+c"},
             "mcp": {"fs": {"type": "local", "command": ["mcp-fs"]}},
-            "lsp": false,
-            "formatter": {"prettier": {"disabled": true}},
+            "lsp": {"rust": {"command": ["rust-analyzer"]}},
             "instructions": ["AGENTS.md"],
-            "enabled_providers": ["openai"],
-            "disabled_providers": [],
+            "default_agent": "plan",
             "plugin": ["opencode-wakatime"],
-            "tools": {"webfetch": false},
-            "mode": {"build": {"model": "x/y"}},
-            "username": "me",
-            "command": {"test": {"template": "run the tests"}},
-            "watcher": {"ignore": ["dist/**"]},
+            "command": {"test": {"template": "run the tests", "subtask": true}},
             "experimental": {"batch_tool": true, "mcp_timeout": 1000},
-            "agent": {"plan": {"color": "#FF5733", "hidden": false, "tools": {"bash": false}}},
+            "agent": {"plan": {"color": "#FF5733", "hidden": false, "tools": {"bash": false}, "variant": "high"}},
             "provider": {"x": {"id": "x", "whitelist": ["m"], "models": {"m": {
                 "family": "gpt", "release_date": "2025-01-01", "modalities": {"input": ["text"]},
                 "cost": {"input": 1, "output": 2, "reasoning": 3},
             }}}},
         });
-        assert_eq!(warnings(value), Vec::<String>::new());
+        let unsupported = |key: &str| {
+            format!(
+                "session.json: {key} is not supported here and has no effect (\"warn_unsupported\": false hides this)"
+            )
+        };
+        assert_eq!(
+            warnings(value),
+            [
+                "theme",
+                "autoupdate",
+                "keybinds",
+                "lsp",
+                "plugin",
+                "experimental.batch_tool",
+                "provider.x.whitelist"
+            ]
+            .map(unsupported)
+        );
     }
 
     #[test]

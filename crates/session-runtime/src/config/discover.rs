@@ -19,6 +19,11 @@ pub struct ConfigSources {
     /// The folders the user trusts (see [`super::TrustList`]): a project file in one of them
     /// applies in full; any other is restricted by [`super::restrict_untrusted`].
     pub trusted: Vec<PathBuf>,
+    /// Markdown agents and commands of the user's config folder, layered after its files.
+    pub user_markdown: Vec<PathBuf>,
+    /// Markdown agents and commands of the project's `.opencode` and `.session` folders,
+    /// outermost first, layered after the project's files.
+    pub project_markdown: Vec<PathBuf>,
 }
 
 impl ConfigSources {
@@ -31,7 +36,18 @@ impl ConfigSources {
 
     /// Every file in load order, lowest first.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
-        self.user.iter().chain(&self.project).chain(&self.explicit).map(PathBuf::as_path)
+        self.user
+            .iter()
+            .chain(&self.user_markdown)
+            .chain(&self.project)
+            .chain(&self.project_markdown)
+            .chain(&self.explicit)
+            .map(PathBuf::as_path)
+    }
+
+    /// True when `path` is a project file (JSON or markdown), which trust restricts.
+    pub fn is_project(&self, path: &Path) -> bool {
+        self.project.iter().chain(&self.project_markdown).any(|p| p == path)
     }
 }
 
@@ -95,8 +111,24 @@ pub fn discover_from(
     let project_root = dirs.last().map(|dir| dir.to_path_buf());
     let project = dirs.iter().rev().flat_map(|dir| existing(dir, &PROJECT_FILES)).collect();
 
+    let project_markdown = dirs
+        .iter()
+        .rev()
+        .flat_map(|dir| super::markdown::PROJECT_FOLDERS.map(|folder| dir.join(folder)))
+        .flat_map(|folder| super::markdown::markdown_files(&folder))
+        .collect();
+    let user_markdown = user_dir.map(super::markdown::markdown_files).unwrap_or_default();
+
     let explicit = session_config.map(|path| start_dir.join(path));
-    ConfigSources { user, project, explicit, project_root, trusted: Vec::new() }
+    ConfigSources {
+        user,
+        project,
+        explicit,
+        project_root,
+        trusted: Vec::new(),
+        user_markdown,
+        project_markdown,
+    }
 }
 
 /// The folder `session trust` in `cwd` trusts: the git root above it, else `cwd` itself (never

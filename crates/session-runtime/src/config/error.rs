@@ -107,6 +107,8 @@ pub enum WarningReason {
     UnknownKey,
     /// The key is in the config of a project folder the user has not trusted.
     Untrusted,
+    /// An OpenCode key this runtime loads but does not act on.
+    Unsupported,
 }
 
 impl ConfigWarning {
@@ -116,10 +118,23 @@ impl ConfigWarning {
     }
 }
 
+impl ConfigWarning {
+    /// A warning for an OpenCode key without effect here.
+    pub fn unsupported(path: &std::path::Path, key: impl Into<String>) -> Self {
+        Self { path: path.to_path_buf(), key: key.into(), reason: WarningReason::Unsupported }
+    }
+}
+
 impl fmt::Display for ConfigWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.reason {
             WarningReason::UnknownKey => write!(f, "{}: unknown key {}", self.path.display(), self.key),
+            WarningReason::Unsupported => write!(
+                f,
+                "{}: {} is not supported here and has no effect (\"warn_unsupported\": false hides this)",
+                self.path.display(),
+                self.key
+            ),
             WarningReason::Untrusted => write!(
                 f,
                 "{}: {} ignored: this folder is not trusted (run `session trust` to apply its config in full)",

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::check::{check_layer, type_error_merged};
 use super::discover::ConfigSources;
 use super::error::{ConfigError, ConfigWarning, WarningReason};
+use super::markdown::markdown_layer;
 use super::merge::merge;
 use super::substitute::{Resolver, substitute};
 use super::trust::{UntrustedResolver, restrict_untrusted};
@@ -57,7 +58,16 @@ pub fn load(sources: &ConfigSources, resolver: &dyn Resolver) -> Result<LoadedCo
     let mut layers = Vec::new();
     for path in sources.files() {
         let explicit = sources.explicit.as_deref() == Some(path);
-        let untrusted = sources.project.iter().any(|p| p == path) && !sources.is_trusted(path);
+        let untrusted = sources.is_project(path) && !sources.is_trusted(path);
+        if is_markdown(path) {
+            if let Some(mut layer) = markdown_layer(path)? {
+                if untrusted {
+                    restrict_layer(&mut layer, Vec::new());
+                }
+                layers.push(layer);
+            }
+            continue;
+        }
         if untrusted {
             let root = sources.project_root.as_deref().or(path.parent()).unwrap_or(path);
             let confined = UntrustedResolver::new(resolver, root);
@@ -94,14 +104,24 @@ fn untrusted_layer(
     };
     let mut layer = parse_layer(&text, path, resolver)?;
     let refused = resolver.refused.borrow().clone();
+    restrict_layer(&mut layer, refused);
+    Ok(Some(layer))
+}
+
+/// Strips an untrusted layer of what it may not set; each removal (and each of `refused`, the
+/// substitutions refused while reading it) becomes a warning.
+fn restrict_layer(layer: &mut ConfigLayer, refused: Vec<String>) {
     for key in refused.into_iter().chain(restrict_untrusted(&mut layer.value)) {
         layer.warnings.push(ConfigWarning {
-            path: path.to_path_buf(),
+            path: layer.path.clone(),
             key,
             reason: WarningReason::Untrusted,
         });
     }
-    Ok(Some(layer))
+}
+
+fn is_markdown(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "md")
 }
 
 /// Merges checked layers, lowest first, into the typed configuration.
@@ -116,8 +136,11 @@ pub fn combine(layers: Vec<ConfigLayer>) -> Result<LoadedConfig, ConfigError> {
     }
     // Each layer passed the checks and merging keeps every value where a layer had it, so this
     // cannot fail in practice; an error still names the merged result rather than panicking.
-    let config =
+    let config: Config =
         serde_path_to_error::deserialize(&merged).map_err(|error| type_error_merged(&merged, &error))?;
+    if config.warn_unsupported == Some(false) {
+        warnings.retain(|warning| warning.reason != WarningReason::Unsupported);
+    }
     Ok(LoadedConfig { config, warnings, files })
 }
 

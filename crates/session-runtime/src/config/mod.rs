@@ -27,25 +27,32 @@
 //! # }
 //! ```
 
+mod agent;
 mod check;
+mod command;
 mod discover;
 mod error;
 mod load;
+mod markdown;
 mod merge;
 mod package;
 mod substitute;
 mod trust;
 mod types;
+mod unsupported;
 
+pub use agent::{AgentConfig, AgentMode};
+pub use command::CommandConfig;
 pub use discover::{ConfigSources, discover, discover_from, discover_in, trust_root, user_config_dir};
 pub use error::{ConfigError, ConfigWarning, WarningReason};
 pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
 pub use merge::merge;
 pub use package::api_for_package;
+pub(crate) use substitute::read_regular_file;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{
-    AgentConfig, AgentMode, Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, ServerConfig, ShellEnvConfig,
-    SnapshotRetentionConfig, TierConfig, Timeout,
+    Config, CostTierConfig, ExperimentalConfig, ModelConfig, ModelCostConfig, ModelLimitConfig, PricesConfig,
+    ProviderConfig, ProviderOptions, ServerConfig, ShellEnvConfig, SnapshotRetentionConfig, TierConfig,
+    Timeout,
 };

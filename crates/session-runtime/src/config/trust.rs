@@ -106,12 +106,13 @@ fn canonical(folder: &Path) -> PathBuf {
 /// settings, and permission rules that ask or deny. Removed: provider endpoints, keys,
 /// headers, packages and key variables (`provider.*` except `name`, `models.*.{name, limit,
 /// cost, attachment, reasoning, temperature, tool_call}` and the timeouts and retry policy),
-/// every `allow` rule, `database`, `mcp`, `shell_env` and `server` (its `cors` would let a
+/// every `allow` rule (and agents' `tools` switched on), `instructions` (which could name
+/// files outside the project), `database`, `mcp`, `shell_env` and `server` (its `cors` would let a
 /// web page of the author's drive the server).
 pub fn restrict_untrusted(value: &mut Value) -> Vec<String> {
     let mut removed = Vec::new();
     let Value::Object(root) = value else { return removed };
-    for key in ["database", "mcp", "shell_env", "plugin", "server"] {
+    for key in ["database", "mcp", "shell_env", "plugin", "server", "instructions"] {
         if root.remove(key).is_some() {
             removed.push(key.to_owned());
         }
@@ -150,6 +151,16 @@ pub fn restrict_untrusted(value: &mut Value) -> Vec<String> {
                 && let Some(permission) = agent.get_mut("permission")
             {
                 drop_allows(permission, &format!("agent.{name}.permission"), &mut removed);
+            }
+            // `tools: {"bash": true}` is an allow rule by another name.
+            if let Some(Value::Object(tools)) = agent.get_mut("tools") {
+                tools.retain(|tool, enabled| {
+                    let keep = *enabled != Value::Bool(true);
+                    if !keep {
+                        removed.push(format!("agent.{name}.tools.{tool}"));
+                    }
+                    keep
+                });
             }
         }
     }

@@ -1,7 +1,6 @@
 //! The typed configuration: OpenCode's keys wherever both have the concept.
 
 use std::fmt;
-use std::num::NonZeroU32;
 
 use indexmap::IndexMap;
 use rust_decimal::Decimal;
@@ -42,7 +41,7 @@ pub struct Config {
     pub permission: Option<Value>,
     /// Agents by name: overrides of the built-in agents and new ones.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
-    pub agent: IndexMap<String, AgentConfig>,
+    pub agent: IndexMap<String, super::agent::AgentConfig>,
     /// Compaction settings (SPEC 6 and 10).
     #[serde(skip_serializing_if = "is_default")]
     pub compaction: CompactionConfig,
@@ -64,6 +63,19 @@ pub struct Config {
     /// What `session serve` reads of OpenCode's `server` section.
     #[serde(skip_serializing_if = "is_default")]
     pub server: ServerConfig,
+    /// The primary agent a prompt runs with when it names none (default `build`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_agent: Option<String>,
+    /// Extra instruction files for the system prompt: paths and globs relative to the project,
+    /// absolute, or under `~/`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<String>,
+    /// Ours: `false` hides the warnings for OpenCode keys that have no effect here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warn_unsupported: Option<bool>,
+    /// Commands by name: prompt templates run with `session run --command`.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub command: IndexMap<String, super::command::CommandConfig>,
 }
 
 impl Config {
@@ -534,69 +546,6 @@ mod price {
     }
 }
 
-/// `agent.<name>`: an override of a built-in agent or a new agent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, expecting = "an object")]
-pub struct AgentConfig {
-    /// The agent's model, `provider/model`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// The system prompt (often `{file:path}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<String>,
-    /// When to use the agent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Sampling temperature.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// Nucleus sampling.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// Where the agent may be used.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<AgentMode>,
-    /// `true` removes the agent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub disable: Option<bool>,
-    /// The most loop steps before the agent must answer in text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub steps: Option<NonZeroU32>,
-    /// Deprecated spelling of `steps`; loading moves it into `steps` when that is unset.
-    #[serde(rename = "maxSteps", skip_serializing_if = "Option::is_none")]
-    pub max_steps: Option<NonZeroU32>,
-    /// The agent's permission rules as written, appended after the top-level ones.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub permission: Option<Value>,
-    /// Provider options for this agent's requests; OpenCode also moves unknown agent keys here.
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub options: Map<String, Value>,
-}
-
-impl AgentConfig {
-    /// The step limit: `steps`, else the deprecated `maxSteps`.
-    pub fn step_limit(&self) -> Option<NonZeroU32> {
-        self.steps.or(self.max_steps)
-    }
-
-    /// The agent's permission rules in written order (empty when unset).
-    pub fn permission_rules(&self, home: Option<&str>) -> Result<Ruleset, ConfigError> {
-        permission_rules(self.permission.as_ref(), "permission", home)
-    }
-}
-
-/// Where an agent may be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentMode {
-    /// Only as a subagent, through the task tool.
-    Subagent,
-    /// Only as the session's main agent.
-    Primary,
-    /// Both.
-    All,
-}
-
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }
@@ -604,7 +553,11 @@ fn is_default<T: Default + PartialEq>(value: &T) -> bool {
 /// What errors name for values that did not come from a checked file.
 const IN_CODE: &str = "<config>";
 
-fn permission_rules(value: Option<&Value>, key: &str, home: Option<&str>) -> Result<Ruleset, ConfigError> {
+pub(super) fn permission_rules(
+    value: Option<&Value>,
+    key: &str,
+    home: Option<&str>,
+) -> Result<Ruleset, ConfigError> {
     match value {
         None | Some(Value::Null) => Ok(Ruleset::new()),
         Some(value) => rules_from_config(value, home).map_err(|error| {
@@ -676,14 +629,6 @@ mod tests {
             assert!(serde_json::from_value::<Timeout>(bad.clone()).is_err(), "{bad}");
         }
         assert_eq!(serde_json::to_value(Timeout::Disabled).unwrap(), json!(false));
-    }
-
-    #[test]
-    fn the_step_limit_falls_back_to_the_deprecated_spelling() {
-        let agent = AgentConfig { max_steps: NonZeroU32::new(9), ..AgentConfig::default() };
-        assert_eq!(agent.step_limit(), NonZeroU32::new(9));
-        let agent = AgentConfig { steps: NonZeroU32::new(4), ..agent };
-        assert_eq!(agent.step_limit(), NonZeroU32::new(4));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use session_core::{
-    permission::AgentPaths, permission::BuiltinAgent, permission::Rule, permission::Ruleset,
-    permission::agent_ruleset,
+    permission::Action, permission::AgentPaths, permission::BuiltinAgent, permission::Rule,
+    permission::Ruleset, permission::agent_ruleset,
 };
 
 /// The system prompt of the `build` agent (our own text).
@@ -31,30 +31,78 @@ reached. Tools are disabled until next user input. Respond with text only.\n\nST
 REQUIREMENTS:\n1. Do NOT make any tool calls.\n2. Summarize the work done so far.\n3. List any \
 remaining tasks that were not completed.\n4. Recommend what should be done next.";
 
+/// The system prompt of the `general` subagent (our own text).
+pub const GENERAL_PROMPT: &str = "\
+You are a general-purpose subagent. Another agent gave you one task: carry it out with the \
+tools you have, searching and reading as much as it needs, and changing files only when the \
+task asks for it. Work on your own; nobody will answer questions. End with a short, complete \
+report of what you found or did, since only your final message reaches the agent that asked.";
+
+/// The system prompt of the `explore` subagent (our own text).
+pub const EXPLORE_PROMPT: &str = "\
+You are a fast, read-only explorer of a codebase. Find what you were asked for with glob, grep, \
+list and read: files by pattern, code by keyword, how something works. Change nothing. Answer \
+with the facts and the paths (with line numbers where they help), briefly; only your final \
+message reaches the agent that asked.";
+
+/// Where an agent may be used.
+pub use crate::config::AgentMode;
+
 /// An agent the runtime can run.
 #[derive(Debug, Clone)]
 pub struct Agent {
     /// Name, such as `build`.
     pub name: String,
+    /// When to use it (shown to the model in the task tool's list of subagents).
+    pub description: Option<String>,
+    /// Primary, subagent or both.
+    pub mode: AgentMode,
+    /// Left out of the task tool's list of subagents.
+    pub hidden: bool,
     /// System prompt.
     pub prompt: String,
     /// Permission rules: defaults, the agent's own, then the user's.
     pub ruleset: Ruleset,
     /// `provider/model` override.
     pub model: Option<String>,
+    /// The model variant (reasoning effort) its requests use.
+    pub variant: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
     /// Step limit (`steps`); unset means no limit.
     pub steps: Option<u32>,
 }
 
 impl Agent {
+    /// An agent with `prompt` and `ruleset`, usable as both primary and subagent, nothing else
+    /// set.
+    pub fn new(name: impl Into<String>, prompt: impl Into<String>, ruleset: Ruleset) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            mode: AgentMode::All,
+            hidden: false,
+            prompt: prompt.into(),
+            ruleset,
+            model: None,
+            variant: None,
+            temperature: None,
+            top_p: None,
+            steps: None,
+        }
+    }
+
     /// The built-in `build` agent (all tools, as the rules allow) with the user's rules after.
     pub fn build(user_rules: &[Rule], paths: &AgentPaths) -> Self {
+        let ruleset = agent_ruleset(Some(BuiltinAgent::Build), paths, user_rules, &[]);
         Self {
-            name: "build".to_owned(),
-            prompt: BUILD_PROMPT.to_owned(),
-            ruleset: agent_ruleset(Some(BuiltinAgent::Build), paths, user_rules, &[]),
-            model: None,
-            steps: None,
+            mode: AgentMode::Primary,
+            description: Some(
+                "The default agent: reads, edits and runs commands as the rules allow.".to_owned(),
+            ),
+            ..Self::new("build", BUILD_PROMPT, ruleset)
         }
     }
 
@@ -62,14 +110,60 @@ impl Agent {
     pub fn plan(user_rules: &[Rule], paths: &AgentPaths) -> Self {
         let mut ruleset = agent_ruleset(Some(BuiltinAgent::Plan), paths, user_rules, &[]);
         // Plan mode must not change the project, whatever the user's general rules allow.
-        ruleset.push(Rule::new("edit", "*", session_core::permission::Action::Deny));
-        ruleset.push(Rule::new("bash", "*", session_core::permission::Action::Deny));
-        Self { name: "plan".to_owned(), prompt: PLAN_PROMPT.to_owned(), ruleset, model: None, steps: None }
+        ruleset.push(Rule::new("edit", "*", Action::Deny));
+        ruleset.push(Rule::new("bash", "*", Action::Deny));
+        Self {
+            mode: AgentMode::Primary,
+            description: Some("Plans changes with read-only tools; edits nothing.".to_owned()),
+            ..Self::new("plan", PLAN_PROMPT, ruleset)
+        }
+    }
+
+    /// The built-in `general` subagent: the build agent's tools for one delegated task.
+    pub fn general(user_rules: &[Rule], paths: &AgentPaths) -> Self {
+        let ruleset = agent_ruleset(Some(BuiltinAgent::General), paths, user_rules, &[]);
+        Self {
+            mode: AgentMode::Subagent,
+            description: Some(
+                "General-purpose agent for researching questions and carrying out multi-step tasks; \
+                 can run several at once."
+                    .to_owned(),
+            ),
+            ..Self::new("general", GENERAL_PROMPT, ruleset)
+        }
+    }
+
+    /// The built-in `explore` subagent: read-only search of the codebase.
+    pub fn explore(user_rules: &[Rule], paths: &AgentPaths) -> Self {
+        let mut ruleset = agent_ruleset(Some(BuiltinAgent::Explore), paths, user_rules, &[]);
+        // Read-only whatever the user's general rules allow: no edits, no commands.
+        ruleset.push(Rule::new("edit", "*", Action::Deny));
+        ruleset.push(Rule::new("bash", "*", Action::Deny));
+        Self {
+            mode: AgentMode::Subagent,
+            description: Some(
+                "Fast read-only agent for finding files by pattern, code by keyword, and answering \
+                 questions about the codebase."
+                    .to_owned(),
+            ),
+            ..Self::new("explore", EXPLORE_PROMPT, ruleset)
+        }
+    }
+
+    /// Whether it can be a session's main agent.
+    pub fn is_primary(&self) -> bool {
+        self.mode != AgentMode::Subagent
+    }
+
+    /// Whether the task tool can run it.
+    pub fn is_subagent(&self) -> bool {
+        self.mode != AgentMode::Primary
     }
 }
 
-/// The environment block of the system prompt, plus `AGENTS.md` when the project has one.
-pub fn environment_prompt(worktree: &Path, is_git: bool, date: &str, agents_md: Option<&str>) -> String {
+/// The environment block of the system prompt, then `instructions` (the instruction files,
+/// each under its path) when there are any.
+pub fn environment_prompt(worktree: &Path, is_git: bool, date: &str, instructions: Option<&str>) -> String {
     let mut prompt = format!(
         "Here is useful information about the environment you are running in:\n<env>\n  \
          Working directory: {}\n  Is directory a git repo: {}\n  Platform: {}\n  Today's date: {}\n</env>",
@@ -78,8 +172,8 @@ pub fn environment_prompt(worktree: &Path, is_git: bool, date: &str, agents_md: 
         std::env::consts::OS,
         date,
     );
-    if let Some(instructions) = agents_md.filter(|text| !text.trim().is_empty()) {
-        prompt.push_str("\n\nInstructions from AGENTS.md:\n");
+    if let Some(instructions) = instructions.filter(|text| !text.trim().is_empty()) {
+        prompt.push_str("\n\n");
         prompt.push_str(instructions.trim());
     }
     prompt
@@ -91,6 +185,19 @@ pub use session_core::calendar::utc_date;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explore_reads_and_changes_nothing() {
+        let explore = Agent::explore(&[Rule::new("*", "*", Action::Allow)], &AgentPaths::default());
+        let check = |tool: &str, pattern: &str| {
+            session_core::permission::evaluate(tool, pattern, &[&explore.ruleset])
+        };
+        assert_eq!(check("read", "src/a.rs"), Action::Allow);
+        assert_eq!(check("grep", "fn main"), Action::Allow);
+        assert_eq!(check("edit", "src/a.rs"), Action::Deny);
+        assert_eq!(check("bash", "ls"), Action::Deny);
+        assert!(explore.is_subagent() && !explore.is_primary());
+    }
 
     #[test]
     fn plan_denies_edits_and_bash() {

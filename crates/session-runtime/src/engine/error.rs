@@ -38,6 +38,30 @@ pub enum RuntimeError {
         /// The defined agents.
         available: String,
     },
+    /// The command is not defined.
+    #[error("Command not found: \"{name}\". Available commands: {available}")]
+    CommandNotFound {
+        /// The requested command.
+        name: String,
+        /// The defined commands.
+        available: String,
+    },
+    /// A command's `model` is not `provider/model`.
+    #[error("command {name}: model must be provider/model; got {model:?}")]
+    BadCommandModel {
+        /// The command.
+        name: String,
+        /// Its model as written.
+        model: String,
+    },
+    /// A variant the model or its provider does not take.
+    #[error("variant {variant:?}: {reason}")]
+    Variant {
+        /// The variant asked for.
+        variant: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// The provider is not configured.
     #[error("provider {0} is not configured")]
     UnknownProvider(String),

@@ -5,6 +5,7 @@ mod agent;
 mod background;
 mod bus;
 mod clock;
+mod command;
 mod compaction;
 mod error;
 mod housekeeping;
@@ -19,11 +20,17 @@ mod status;
 mod step;
 mod structured;
 mod summary;
+mod task;
 mod title;
+mod variant;
 
-pub use agent::{Agent, BUILD_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt, utc_date};
+pub use agent::{
+    Agent, BUILD_PROMPT, EXPLORE_PROMPT, GENERAL_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt,
+    utc_date,
+};
 pub use bus::{Bus, BusEvent};
 pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entropy};
+pub use command::{CommandInput, expand_template};
 pub use error::RuntimeError;
 pub(crate) use runtime::RuntimeParts;
 pub use runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, parse_model_ref};
@@ -31,4 +38,5 @@ pub use snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, NoSnapshots, Snapshotter
 pub use snapshot_gc::{HousekeepingReport, SnapshotRetention};
 pub use status::SessionStatus;
 pub use structured::{STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, missing_output_error};
+pub use task::{TASK_TOOL, TaskTool};
 pub use title::title_model;

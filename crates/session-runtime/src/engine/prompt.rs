@@ -10,7 +10,7 @@ use session_core::{
     UserMessage, compaction::filter_compacted, history::ModelTarget, history::ToModelOptions,
     history::to_model_messages, permission::disabled_tools, processor::Outcome,
 };
-use session_llm::{LlmRequest, RequestOptions, ToolChoice, ToolSpec};
+use session_llm::{Api, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +22,7 @@ use super::runtime::{PromptInput, Runtime, parse_model_ref, text_part};
 use super::status::SessionStatus;
 use super::step::{StepContext, StepDriver};
 use super::structured::{STRUCTURED_OUTPUT_INSTRUCTION, StructuredOutput, missing_output_error};
+use super::variant::apply_variant;
 
 /// What joined prompts get when the run they joined ended without a result (its future was
 /// dropped).
@@ -145,16 +146,26 @@ impl Runtime {
         session_id: &SessionId,
         input: &PromptInput,
     ) -> Result<UserMessage, RuntimeError> {
-        let agent_name = input.agent.clone().unwrap_or_else(|| "build".to_owned());
+        let agent_name = input
+            .agent
+            .clone()
+            .or_else(|| self.settings.default_agent.clone())
+            .unwrap_or_else(|| "build".to_owned());
         let agent = self.agents.get(&agent_name).ok_or_else(|| RuntimeError::AgentNotFound {
             name: agent_name.clone(),
             available: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
         })?;
-        let model = input
+        let mut model = input
             .model
             .clone()
             .or_else(|| agent.model.as_deref().and_then(parse_model_ref))
             .unwrap_or_else(|| self.settings.default_model.clone());
+        model.variant = input.variant.clone().or(model.variant).or_else(|| agent.variant.clone());
+        if let Some(variant) = &model.variant {
+            // Checked before the message is stored, so a bad variant costs nothing.
+            let api = Api::from_npm(&self.provider_for(&model)?.npm).unwrap_or(Api::OpenAiChat);
+            apply_variant(&mut RequestOptions::default(), api, &self.model_for(&model)?, variant)?;
+        }
         if let Some(OutputFormat::JsonSchema { schema, .. }) = &input.format {
             StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?;
         }
@@ -294,14 +305,30 @@ impl Runtime {
         }
         let registry = self.tools.registry();
         let tool_names = registry.names().into_iter().map(str::to_owned).collect::<Vec<_>>();
-        let disabled = disabled_tools(&tool_names, &agent.ruleset);
+        let mut disabled = disabled_tools(&tool_names, &agent.ruleset);
+        if !agent.is_primary() {
+            // A subagent does its task itself: it starts no subagents of its own.
+            disabled.insert(super::task::TASK_TOOL.to_owned());
+        }
         let mut tools: Vec<ToolSpec> = registry
             .definitions(&disabled)
             .into_iter()
             .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
             .collect();
         let mut system = vec![agent.prompt.clone(), self.environment()];
-        let mut options = RequestOptions::default();
+        let mut options = RequestOptions {
+            temperature: agent.temperature,
+            top_p: agent.top_p,
+            ..RequestOptions::default()
+        };
+        if let Some(variant) = &model.variant {
+            apply_variant(
+                &mut options,
+                Api::from_npm(&entry.npm).unwrap_or(Api::OpenAiChat),
+                &catalog,
+                variant,
+            )?;
+        }
         if let Some(structured) = &structured {
             tools.push(structured.tool());
             system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());

@@ -71,8 +71,12 @@ pub struct RuntimeSettings {
     pub default_model: ModelRef,
     /// The project's working tree.
     pub worktree: PathBuf,
-    /// Extra text for the system prompt (the project's AGENTS.md).
+    /// Extra text for the system prompt (the instruction files, each under its path).
     pub instructions: Option<String>,
+    /// The agent a prompt that names none runs with; unset means `build`.
+    pub default_agent: Option<String>,
+    /// The commands (`command.<name>` and markdown commands) by name.
+    pub commands: indexmap::IndexMap<String, crate::config::CommandConfig>,
     /// The compaction agent's model (`agent.compaction.model`); unset, a summary is written by
     /// the model of the user message that asked for it (SPEC 10.2 step 3).
     pub compaction_model: Option<ModelRef>,
@@ -89,10 +93,12 @@ pub struct RuntimeSettings {
 pub struct PromptInput {
     /// The message text.
     pub text: String,
-    /// The agent to use (default `build`).
+    /// The agent to use (default: the settings' `default_agent`, else `build`).
     pub agent: Option<String>,
     /// The model to use (default from settings).
     pub model: Option<ModelRef>,
+    /// The model variant (reasoning effort), over the model's and the agent's.
+    pub variant: Option<String>,
     /// The answer's format: a JSON schema makes the model answer through the
     /// `StructuredOutput` tool and the message carry the result in `structured`.
     pub format: Option<OutputFormat>,

@@ -146,7 +146,11 @@ fn a_hosted_providers_user_config_loads() {
     tree.write("home/.secrets/anthropic-key", "sk-ant-123\n");
 
     let loaded = tree.load("repo", None, &[("OPENAI_API_KEY", "sk-openai-456")]).unwrap();
-    assert_eq!(tree.warnings(&loaded), Vec::<String>::new());
+    // The TUI's keys load, each with one line saying it has no effect here.
+    assert_eq!(
+        tree.warnings(&loaded),
+        unsupported("home/.config/session/config.jsonc", &["theme", "autoupdate", "share", "keybinds"])
+    );
     assert_eq!(loaded.files, [user_config_dir(&tree.home()).join("config.jsonc")]);
 
     let config = &loaded.config;
@@ -238,7 +242,16 @@ fn a_local_ollama_project_config_loads() {
     insta::assert_json_snapshot!("ollama_project_config", loaded.config);
 }
 
-/// Everything this runtime reads, plus OpenCode keys it accepts without implementing them.
+/// The warnings of OpenCode keys without effect here, in `file` (below the tree).
+fn unsupported(file: &str, keys: &[&str]) -> Vec<String> {
+    keys.iter()
+        .map(|key| {
+            format!("<tmp>/{file}: {key} is not supported here and has no effect (\"warn_unsupported\": false hides this)")
+        })
+        .collect()
+}
+
+/// Everything this runtime reads, plus OpenCode keys it loads without implementing them.
 const KITCHEN_SINK: &str = r#"// session.jsonc at the repository root
 {
   "$schema": "https://opencode.ai/config.json",
@@ -281,7 +294,8 @@ fn every_key_this_runtime_reads_loads_and_the_rest_is_accepted() {
     let tree = Tree::new();
     tree.write("repo/session.jsonc", KITCHEN_SINK);
     let loaded = tree.load("repo/crates/x", None, &[]).unwrap();
-    assert_eq!(tree.warnings(&loaded), Vec::<String>::new());
+    let keys = ["experimental.batch_tool", "lsp", "formatter", "tui", "plugin", "layout", "watcher"];
+    assert_eq!(tree.warnings(&loaded), unsupported("repo/session.jsonc", &keys));
     let config = &loaded.config;
 
     assert_eq!(config.database.as_deref(), Some("postgres://session:secret@127.0.0.1:5432/session"));
@@ -348,6 +362,8 @@ fn layers_merge_user_then_project_outermost_first_then_session_config() {
             explicit: Some(explicit.clone()),
             project_root: Some(tree.path("repo")),
             trusted: Vec::new(),
+            user_markdown: Vec::new(),
+            project_markdown: Vec::new(),
         }
     );
     sources.trusted = vec![tree.path("repo").canonicalize().unwrap()];

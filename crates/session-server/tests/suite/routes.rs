@@ -161,6 +161,34 @@ async fn a_prompt_answers_with_the_assistant_message_and_its_parts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_runs_its_template_and_children_are_listed() {
+    let f = fixture(HELLO).await;
+    let id = f.api.session().await;
+    let path = format!("/session/{id}/command");
+    let (status, reply) =
+        f.api.call("post", &path, Some(json!({"command": "greet", "arguments": "the team"}))).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(reply["info"]["role"], "assistant");
+    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
+    assert_eq!(messages[0]["parts"][0]["text"], "Say hello to the team.");
+    let (status, body) = f.api.call("post", &path, Some(json!({"command": "nope"}))).await;
+    assert_bad(status, &body, "command");
+    assert!(text(&body).contains("greet"), "{body}");
+    assert_eq!(f.provider.requests().iter().filter(|r| r.kind == session_llm::RequestKind::Main).count(), 1);
+
+    let (status, child) = f.api.call("post", "/session", Some(json!({"parentID": id}))).await;
+    assert_eq!(status, StatusCode::OK, "{child}");
+    let (status, children) = f.api.call("get", &format!("/session/{id}/children"), None).await;
+    assert_eq!(status, StatusCode::OK, "{children}");
+    assert_eq!(children.as_array().map(Vec::len), Some(1), "{children}");
+    assert_eq!(children[0]["id"], child["id"]);
+    assert_eq!(children[0]["parentID"], json!(id));
+    let (status, body) = f.api.call("get", &format!("/session/{UNKNOWN}/children"), None).await;
+    assert_not_found(status, &body);
+    f.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompt_async_returns_at_once_and_the_events_show_the_run() {
     let f = fixture(r#"{"chunk_chars": 4, "turns": [{"text": "Streaming words here."}]}"#).await;
     let mut events = f.api.events().await;

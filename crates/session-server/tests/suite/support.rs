@@ -98,6 +98,13 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
     let default_model = ModelRef { provider_id: "mock".into(), model_id: "m".into(), variant: None };
     let mut settings = RuntimeSettings::new(default_model, cwd);
     settings.compaction = config.compaction.clone();
+    settings.commands.insert(
+        "greet".to_owned(),
+        session_runtime::CommandConfig {
+            template: "Say hello to $ARGUMENTS.".to_owned(),
+            ..Default::default()
+        },
+    );
     let runtime = Arc::new(
         Runtime::builder(store.clone(), Arc::new(tools), settings)
             .models(Arc::new(models))
