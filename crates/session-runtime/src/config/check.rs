@@ -57,7 +57,7 @@ const ACCEPTED: &[&[&str]] = &[
     &["default_agent"],
     &["username"],
     &["mode"],
-    &["mcp"],
+    &["mcp", "*", "oauth"],
     &["formatter"],
     &["lsp"],
     &["instructions"],

@@ -64,6 +64,9 @@ pub struct Config {
     /// What `session serve` reads of OpenCode's `server` section.
     #[serde(skip_serializing_if = "is_default")]
     pub server: ServerConfig,
+    /// MCP servers by name (see [`super::mcp::mcp_servers`]).
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp: IndexMap<String, super::mcp::McpServerConfig>,
 }
 
 impl Config {

@@ -1,0 +1,5 @@
+//! Integration tests of session-mcp.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod suite;
