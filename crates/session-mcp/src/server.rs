@@ -282,14 +282,31 @@ impl Server {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(arguments);
         // Dropping this future (an abort) sends `notifications/cancelled` to the server.
-        let result = service.call_tool(params).await.map_err(|error| {
-            if service.is_closed() {
-                McpError::NotRunning { name: self.spec.name.clone(), reason: format!("the server exited ({error})") }
-            } else {
-                McpError::Protocol { name: self.spec.name.clone(), reason: error.to_string() }
+        let result = match service.call_tool(params).await {
+            Ok(result) => result,
+            Err(error) if service.is_closed() || matches!(error, rmcp::ServiceError::TransportClosed) => {
+                // The server died: the next call starts it again.
+                let error = McpError::NotRunning {
+                    name: self.spec.name.clone(),
+                    reason: format!("the server exited during the call ({error})"),
+                };
+                self.forget(&service, &error).await;
+                return Err(error);
             }
-        })?;
+            Err(error) => return Err(McpError::Protocol { name: self.spec.name.clone(), reason: error.to_string() }),
+        };
         crate::result::to_success(&self.spec.name, tool, result)
+    }
+
+    /// Drops `service` (if it is still the current connection) after it died.
+    async fn forget(&self, service: &Arc<Service>, error: &McpError) {
+        let mut inner = self.inner.lock().await;
+        if inner.service.as_ref().is_some_and(|current| Arc::ptr_eq(current, service)) {
+            if let Some(dead) = inner.service.take() {
+                end(dead).await;
+            }
+            self.fail(&mut inner, error);
+        }
     }
 
     /// The live connection, restarting the server when it is not running.

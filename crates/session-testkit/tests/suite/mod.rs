@@ -5,3 +5,4 @@ mod formats;
 mod log;
 mod stamps;
 mod support;
+mod mcp_faults;

@@ -1,5 +1,0 @@
-//! Integration tests of session-mcp.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod suite;
