@@ -181,7 +181,10 @@ async fn mcp_list_shows_each_server_state_tools_and_error() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("everything connected\n"), "{stdout}");
     assert!(stdout.contains("  everything_echo\n"), "{stdout}");
-    assert!(stdout.contains("missing failed\n  error: MCP server \"missing\" could not be started"), "{stdout}");
+    assert!(
+        stdout.contains("missing failed\n  error: MCP server \"missing\" could not be started"),
+        "{stdout}"
+    );
     assert!(stdout.contains("off disabled\n"), "{stdout}");
 
     let out = session(dir.path(), &["mcp", "call", "everything", "get-sum", r#"{"a": 2, "b": 3}"#]).await;

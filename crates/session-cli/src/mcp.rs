@@ -36,7 +36,13 @@ fn write_status(out: &mut impl Write, server: &ServerStatus) -> Result<()> {
 
 /// Calls `tool` (the server's own name for it) of `server` with `arguments` (a JSON object)
 /// and prints its output; images are counted, not printed. Ends the servers before returning.
-pub async fn call(setup: &RuntimeSetup, server: &str, tool: &str, arguments: &str, mut out: impl Write) -> Result<()> {
+pub async fn call(
+    setup: &RuntimeSetup,
+    server: &str,
+    tool: &str,
+    arguments: &str,
+    mut out: impl Write,
+) -> Result<()> {
     let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
         Ok(serde_json::Value::Object(object)) => object,
         Ok(_) => return Err(anyhow!("the arguments must be a JSON object")),

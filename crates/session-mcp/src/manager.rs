@@ -19,7 +19,9 @@ pub struct McpManager {
 
 impl std::fmt::Debug for McpManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpManager").field("servers", &self.servers.iter().map(|s| s.name()).collect::<Vec<_>>()).finish()
+        f.debug_struct("McpManager")
+            .field("servers", &self.servers.iter().map(|s| s.name()).collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -47,7 +49,12 @@ impl McpManager {
 
     /// Calls `tool` (the server's own name for it) of `server` directly, outside any session
     /// (`session mcp call`): no permission is asked.
-    pub async fn call(&self, server: &str, tool: &str, arguments: JsonObject) -> Result<ToolSuccess, McpError> {
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: JsonObject,
+    ) -> Result<ToolSuccess, McpError> {
         let found = self
             .servers
             .iter()
@@ -66,7 +73,12 @@ impl McpManager {
 impl ToolSource for McpManager {
     async fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let lists = futures_util::future::join_all(self.servers.iter().map(|server| async move {
-            server.listed().await.into_iter().map(|listed| McpTool::new(server.clone(), listed)).collect::<Vec<_>>()
+            server
+                .listed()
+                .await
+                .into_iter()
+                .map(|listed| McpTool::new(server.clone(), listed))
+                .collect::<Vec<_>>()
         }))
         .await;
         lists.into_iter().flatten().map(|tool| Arc::new(tool) as Arc<dyn Tool>).collect()

@@ -24,7 +24,9 @@ pub fn to_success(server: &str, tool: &str, result: CallToolResult) -> Result<To
         match block {
             ContentBlock::Text(text) => texts.push(text.text),
             ContentBlock::Image(image) => attachments.push(image_part(&image.mime_type, &image.data)),
-            ContentBlock::Audio(audio) => texts.push(format!("[audio of type {} not shown]", audio.mime_type)),
+            ContentBlock::Audio(audio) => {
+                texts.push(format!("[audio of type {} not shown]", audio.mime_type))
+            }
             ContentBlock::Resource(embedded) => match embedded.resource {
                 ResourceContents::TextResourceContents { text, .. } => texts.push(text),
                 ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => match mime_type {
@@ -63,7 +65,12 @@ pub fn to_success(server: &str, tool: &str, result: CallToolResult) -> Result<To
 }
 
 fn image_part(mime: &str, base64: &str) -> FilePart {
-    FilePart { mime: mime.to_owned(), filename: None, url: format!("data:{mime};base64,{base64}"), source: None }
+    FilePart {
+        mime: mime.to_owned(),
+        filename: None,
+        url: format!("data:{mime};base64,{base64}"),
+        source: None,
+    }
 }
 
 /// `text` cut to [`MAX_RESULT_CHARS`] characters with a note, and how many were cut.
@@ -113,7 +120,10 @@ mod tests {
     #[test]
     fn an_error_result_is_a_tool_error() {
         let answer = result(vec![ContentBlock::text("bad input")], None, true);
-        assert_eq!(to_success("s", "t", answer), Err(McpError::ToolFailed { message: "bad input".to_owned() }));
+        assert_eq!(
+            to_success("s", "t", answer),
+            Err(McpError::ToolFailed { message: "bad input".to_owned() })
+        );
     }
 
     #[test]

@@ -165,14 +165,15 @@ impl Server {
                     self.fail(&mut inner, &error);
                 }
             }
-            Some(service) if service.is_closed() => {
-                if inner.state == Some(ServerState::Connected) {
-                    self.fail(&mut inner, &McpError::NotRunning {
-                        name: self.spec.name.clone(),
-                        reason: "the server exited".to_owned(),
-                    });
-                }
+            // Reported once, when the death is first seen.
+            Some(service) if service.is_closed() && inner.state == Some(ServerState::Connected) => {
+                let error = McpError::NotRunning {
+                    name: self.spec.name.clone(),
+                    reason: "the server exited".to_owned(),
+                };
+                self.fail(&mut inner, &error);
             }
+            Some(service) if service.is_closed() => {}
             Some(service) if self.stale.swap(false, Ordering::SeqCst) => {
                 let service = service.clone();
                 match self.list(&service).await {
@@ -249,10 +250,10 @@ impl Server {
     }
 
     async fn list(&self, service: &Service) -> Result<Listing, McpError> {
-        let tools = service
-            .list_all_tools()
-            .await
-            .map_err(|error| McpError::Protocol { name: self.spec.name.clone(), reason: error.to_string() })?;
+        let tools = service.list_all_tools().await.map_err(|error| McpError::Protocol {
+            name: self.spec.name.clone(),
+            reason: error.to_string(),
+        })?;
         let mut listed = Vec::with_capacity(tools.len());
         let mut invalid = Vec::new();
         for tool in tools {
@@ -293,7 +294,9 @@ impl Server {
                 self.forget(&service, &error).await;
                 return Err(error);
             }
-            Err(error) => return Err(McpError::Protocol { name: self.spec.name.clone(), reason: error.to_string() }),
+            Err(error) => {
+                return Err(McpError::Protocol { name: self.spec.name.clone(), reason: error.to_string() });
+            }
         };
         crate::result::to_success(&self.spec.name, tool, result)
     }

@@ -36,10 +36,7 @@ mod tests {
     #[test]
     fn an_empty_command_is_refused() {
         let spec = LocalServer { command: Vec::new(), environment: Default::default(), cwd: ".".into() };
-        assert_eq!(
-            local_command("x", &spec).err(),
-            Some(McpError::EmptyCommand { name: "x".to_owned() })
-        );
+        assert_eq!(local_command("x", &spec).err(), Some(McpError::EmptyCommand { name: "x".to_owned() }));
     }
 
     #[test]

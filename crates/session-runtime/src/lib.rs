@@ -32,11 +32,11 @@ pub use compose::{
 };
 pub use config::{
     AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
-    ExperimentalConfig, FsResolver, LoadedConfig, McpKind, McpServerConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
-    PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
+    ExperimentalConfig, FsResolver, LoadedConfig, McpKind, McpServerConfig, ModelConfig, ModelCostConfig,
+    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
     SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason,
-    api_for_package, combine, discover, discover_from, discover_in, load, merge, parse_layer,
-    mcp_servers, restrict_untrusted, substitute, user_config_dir,
+    api_for_package, combine, discover, discover_from, discover_in, load, mcp_servers, merge, parse_layer,
+    restrict_untrusted, substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,

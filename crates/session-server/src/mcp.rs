@@ -39,8 +39,18 @@ mod tests {
     #[test]
     fn the_status_has_opencode_shape() {
         let servers = [
-            ServerStatus { name: "a".into(), state: ServerState::Connected, tools: vec!["a_x".into()], error: None },
-            ServerStatus { name: "b".into(), state: ServerState::Failed, tools: vec![], error: Some("boom".into()) },
+            ServerStatus {
+                name: "a".into(),
+                state: ServerState::Connected,
+                tools: vec!["a_x".into()],
+                error: None,
+            },
+            ServerStatus {
+                name: "b".into(),
+                state: ServerState::Failed,
+                tools: vec![],
+                error: Some("boom".into()),
+            },
             ServerStatus { name: "c".into(), state: ServerState::Disabled, tools: vec![], error: None },
         ];
         assert_eq!(

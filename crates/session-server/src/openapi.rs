@@ -137,7 +137,13 @@ fn operation(method: &str, path: &str) -> Option<Operation> {
             summary: "Each configured MCP server's status: connected, failed (with its error) or disabled",
             params: vec![],
             body: None,
-            responses: vec![("200", ok("MCP server status", json!({"type": "object", "additionalProperties": reference("MCPStatus")})))],
+            responses: vec![(
+                "200",
+                ok(
+                    "MCP server status",
+                    json!({"type": "object", "additionalProperties": reference("MCPStatus")}),
+                ),
+            )],
         },
         ("get", "/session") => Operation {
             id: "session.list",

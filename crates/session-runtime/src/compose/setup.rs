@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use session_core::ModelRef;
-use session_mcp::McpManager;
 use session_llm::Catalog;
+use session_mcp::McpManager;
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry};
 

@@ -65,7 +65,10 @@ fn wrong(name: &str, key: &str, expected: &str, found: &str) -> ConfigError {
 
 /// The servers of the `mcp` key, in written order, with relative `cwd`s resolved against
 /// `root` (the project root, also the default folder).
-pub fn mcp_servers(mcp: &IndexMap<String, McpServerConfig>, root: &Path) -> Result<Vec<ServerSpec>, ConfigError> {
+pub fn mcp_servers(
+    mcp: &IndexMap<String, McpServerConfig>,
+    root: &Path,
+) -> Result<Vec<ServerSpec>, ConfigError> {
     mcp.iter()
         .map(|(name, entry)| {
             let enabled = entry.enabled != Some(false);
@@ -92,7 +95,10 @@ pub fn mcp_servers(mcp: &IndexMap<String, McpServerConfig>, root: &Path) -> Resu
                     if !(url.starts_with("http://") || url.starts_with("https://")) {
                         return Err(wrong(name, "url", "an http:// or https:// URL", &format!("{url:?}")));
                     }
-                    Transport::Remote(RemoteServer { url, headers: entry.headers.clone().into_iter().collect() })
+                    Transport::Remote(RemoteServer {
+                        url,
+                        headers: entry.headers.clone().into_iter().collect(),
+                    })
                 }
                 None => return Err(wrong(name, "type", "\"local\" or \"remote\"", "none")),
             };
@@ -129,7 +135,9 @@ mod tests {
         );
         assert!(!specs[1].enabled);
         assert_eq!(specs[1].timeout, DEFAULT_TIMEOUT);
-        assert!(matches!(&specs[1].transport, Transport::Remote(remote) if remote.headers["Authorization"] == "Bearer t"));
+        assert!(
+            matches!(&specs[1].transport, Transport::Remote(remote) if remote.headers["Authorization"] == "Bearer t")
+        );
     }
 
     #[test]

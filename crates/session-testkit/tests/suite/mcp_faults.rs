@@ -71,7 +71,8 @@ async fn a_call_that_never_answers_is_abandoned_and_the_server_goes_on() {
     names(&manager).await;
     let pid = manager.call("fault", "pid", JsonObject::new()).await.unwrap().output;
     // The executor drops a call on abort; dropping it sends notifications/cancelled.
-    let abandoned = tokio::time::timeout(Duration::from_millis(200), manager.call("fault", "hang", JsonObject::new()));
+    let abandoned =
+        tokio::time::timeout(Duration::from_millis(200), manager.call("fault", "hang", JsonObject::new()));
     assert!(abandoned.await.is_err(), "hang answered");
     let again = manager.call("fault", "pid", JsonObject::new()).await.unwrap().output;
     assert_eq!(pid, again, "the same server answers after the abort");
@@ -83,7 +84,11 @@ async fn a_huge_result_is_cut_with_a_note() {
     let manager = McpManager::new(vec![spec(&[], Duration::from_secs(30))]);
     let result = manager.call("fault", "huge", args(serde_json::json!({"chars": 2_000_000}))).await.unwrap();
     assert!(result.output.starts_with(&"x".repeat(MAX_RESULT_CHARS)));
-    assert!(result.output.ends_with(&format!("(output truncated: {} more characters)", 2_000_000 - MAX_RESULT_CHARS)));
+    assert!(
+        result
+            .output
+            .ends_with(&format!("(output truncated: {} more characters)", 2_000_000 - MAX_RESULT_CHARS))
+    );
     manager.shutdown().await;
 }
 
