@@ -1,8 +1,9 @@
 //! MCP servers through the real `session` binary, against the reference server nobody here
 //! wrote (`@modelcontextprotocol/server-everything`, pinned in tests/mcp/, installed by
 //! .ci/run): a scripted model calls its tools through `session run` and the results reach the
-//! next request; `session mcp list` and `session mcp call`; the remote (streamable HTTP)
-//! transport on loopback.
+//! next request; `session mcp list` and `session mcp call`; the remote transports (streamable
+//! HTTP, and the older HTTP+SSE as the fallback) on loopback; with session-testkit's
+//! `mcp-fault-server`, a tool list change and a crash in the middle of a call.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -197,35 +198,122 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_remote_server_over_streamable_http_on_loopback() {
+/// The reference server in one of its HTTP modes on a free loopback port, once it listens.
+async fn http_everything(mode: &str) -> (std::process::Child, u16) {
     let port = free_port();
-    let mut child = Command::new("node")
+    let child = Command::new("node")
         .arg(everything())
-        .arg("streamableHttp")
+        .arg(mode)
         .env("PORT", port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("node runs the reference server");
-    // Wait until it listens.
-    let mut listening = false;
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            listening = true;
-            break;
+            return (child, port);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(listening, "the reference server did not listen on {port}");
+    panic!("the reference server ({mode}) did not listen on {port}");
+}
+
+/// `session mcp call` of `echo` on a remote server at `url`; the output.
+async fn remote_echo(url: String, message: &str) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let mcp = json!({"web": {"type": "remote", "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 30000,
-        "headers": {"X-Test": "1"}}});
+    let mcp = json!({"web": {"type": "remote", "url": url, "timeout": 30000, "headers": {"X-Test": "1"}}});
     project(&dir.path().join("project"), "http://127.0.0.1:9/v1", mcp, json!({}));
-    let out = session(dir.path(), &["mcp", "call", "web", "echo", r#"{"message": "over http"}"#]).await;
+    let arguments = json!({"message": message}).to_string();
+    session(dir.path(), &["mcp", "call", "web", "echo", &arguments]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_over_streamable_http_on_loopback() {
+    let (mut child, port) = http_everything("streamableHttp").await;
+    let out = remote_echo(format!("http://127.0.0.1:{port}/mcp"), "over http").await;
     let _ = child.kill();
     let _ = child.wait();
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("Echo: over http"), "{}", text(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_offering_only_sse_is_reached_over_sse() {
+    let (mut child, port) = http_everything("sse").await;
+    let out = remote_echo(format!("http://127.0.0.1:{port}/sse"), "over sse").await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Echo: over sse"), "{}", text(&out));
+}
+
+fn fault_server() -> Value {
+    let binary = session_e2e::mcp_fault_server().unwrap();
+    json!({"fault": {"type": "local", "command": [binary.to_string_lossy()], "timeout": 30000}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_change_is_offered_on_the_next_step() {
+    let server = TestServer::start(
+        Script::from_json(
+            r#"{"turns": [
+                {"calls": [{"name": "fault_grow", "arguments": {}}]},
+                {"calls": [{"name": "fault_extra", "arguments": {}}]},
+                {"text": "Grown."}
+            ]}"#,
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    project(
+        &dir.path().join("project"),
+        &server.base_url(Api::OpenAiChat),
+        fault_server(),
+        json!({"fault_*": "allow"}),
+    );
+    let out = session(dir.path(), &["run", "--model", "mock/m", "grow the list"]).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let requests = main_requests(&server);
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert!(!requests[0].contains("\"fault_extra\""), "{}", requests[0]);
+    assert!(requests[1].contains("\"fault_extra\""), "{}", requests[1]);
+    assert!(requests[2].contains("extra ran"), "{}", requests[2]);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_crashing_mid_call_is_a_tool_error_and_the_run_goes_on() {
+    let server = TestServer::start(
+        Script::from_json(
+            r#"{"turns": [
+                {"calls": [{"name": "fault_crash", "arguments": {}}]},
+                {"calls": [{"name": "fault_pid", "arguments": {}}]},
+                {"text": "Recovered."}
+            ]}"#,
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    project(
+        &dir.path().join("project"),
+        &server.base_url(Api::OpenAiChat),
+        fault_server(),
+        json!({"fault_*": "allow"}),
+    );
+    let out = session(dir.path(), &["run", "--model", "mock/m", "crash it"]).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let requests = main_requests(&server);
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert!(requests[1].contains("MCP server \\\"fault\\\" is not running"), "{}", requests[1]);
+    // The next call started the server again: its process id came back.
+    let third: Value = serde_json::from_str(&requests[2]).unwrap();
+    let last = third["messages"].as_array().unwrap().last().unwrap().to_string();
+    assert!(last.chars().any(|c| c.is_ascii_digit()) && !last.contains("not running"), "{last}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Recovered."), "{}", text(&out));
+    server.shutdown().await;
 }

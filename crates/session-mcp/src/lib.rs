@@ -5,6 +5,8 @@
 //!   (streamable HTTP), with its start-up timeout;
 //! - [`local_command`]: the ONE place a local server's `tokio::process::Command` is built
 //!   (a sandbox confines local servers by wrapping it);
+//! - remote servers over streamable HTTP, falling back to the older HTTP+SSE transport when
+//!   the server offers only that;
 //! - [`McpManager`]: every configured server of the process, started concurrently the first
 //!   time a model request needs tools, each server's state for `session mcp list` and
 //!   `GET /mcp`, and the end of every child at shutdown; it is a
@@ -22,6 +24,7 @@ mod result;
 mod server;
 mod spawn;
 mod spec;
+mod sse;
 mod tool;
 
 pub use error::McpError;

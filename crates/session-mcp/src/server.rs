@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures_util::StreamExt as _;
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde::Serialize;
@@ -243,8 +244,23 @@ impl Server {
                 handler.serve(transport).await.map_err(protocol)
             }
             Transport::Remote(remote) => {
-                let transport = StreamableHttpClientTransport::from_config(remote_config(name, remote)?);
-                handler.serve(transport).await.map_err(protocol)
+                let headers = remote_headers(name, remote)?;
+                let config = StreamableHttpClientTransportConfig::with_uri(remote.url.clone())
+                    .custom_headers(headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let streamable = match handler.clone().serve(transport).await {
+                    Ok(service) => return Ok(service),
+                    Err(error) => protocol(error),
+                };
+                // A server that offers only the older HTTP+SSE transport.
+                tracing::debug!(server = %name, error = %streamable, "streamable HTTP failed; trying SSE");
+                match crate::sse::connect(name, remote, headers).await {
+                    Ok(transport) => handler.serve(transport).await.map_err(protocol),
+                    Err(sse) => Err(McpError::Protocol {
+                        name: name.clone(),
+                        reason: format!("{streamable} (and over SSE: {sse})"),
+                    }),
+                }
             }
         }
     }
@@ -355,23 +371,15 @@ async fn end(service: Arc<Service>) {
     }
 }
 
-fn remote_config(
-    name: &str,
-    remote: &RemoteServer,
-) -> Result<rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig, McpError> {
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    let mut headers = std::collections::HashMap::new();
+fn remote_headers(name: &str, remote: &RemoteServer) -> Result<reqwest::header::HeaderMap, McpError> {
+    let mut headers = reqwest::header::HeaderMap::new();
     for (key, value) in &remote.headers {
         let invalid = || McpError::InvalidHeader { name: name.to_owned(), header: key.clone() };
-        let header = http_name(key).ok_or_else(invalid)?;
+        let header = reqwest::header::HeaderName::from_bytes(key.as_bytes()).map_err(|_| invalid())?;
         let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| invalid())?;
         headers.insert(header, value);
     }
-    Ok(StreamableHttpClientTransportConfig::with_uri(remote.url.clone()).custom_headers(headers))
-}
-
-fn http_name(key: &str) -> Option<reqwest::header::HeaderName> {
-    reqwest::header::HeaderName::from_bytes(key.as_bytes()).ok()
+    Ok(headers)
 }
 
 /// Copies a local server's stderr to the log, line by line (long lines cut).
