@@ -201,7 +201,7 @@ fn free_port() -> u16 {
 /// The reference server in one of its HTTP modes on a free loopback port, once it listens.
 async fn http_everything(mode: &str) -> (std::process::Child, u16) {
     let port = free_port();
-    let child = Command::new("node")
+    let mut child = Command::new("node")
         .arg(everything())
         .arg(mode)
         .env("PORT", port.to_string())
@@ -216,6 +216,8 @@ async fn http_everything(mode: &str) -> (std::process::Child, u16) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("the reference server ({mode}) did not listen on {port}");
 }
 
