@@ -141,6 +141,21 @@ mod tests {
     }
 
     #[test]
+    fn the_mcp_key_is_checked_unknown_keys_warn_and_wrong_types_fail() {
+        use std::path::Path;
+        let check = |mut value: serde_json::Value| {
+            super::super::check::check_layer(&mut value, Path::new("session.json"))
+        };
+        let warnings = check(serde_json::json!({"mcp": {"a": {"type": "local", "command": ["x"], "comand": ["y"], "oauth": {}}}}))
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].to_string().contains("mcp.a.comand"), "{}", warnings[0]);
+        let error =
+            check(serde_json::json!({"mcp": {"a": {"type": "local", "command": "x y"}}})).unwrap_err();
+        assert!(error.to_string().contains("mcp.a.command"), "{error}");
+    }
+
+    #[test]
     fn a_server_missing_what_its_kind_needs_is_an_error() {
         let error = |value| mcp_servers(&parse(value), Path::new("/p")).unwrap_err().to_string();
         assert!(error(serde_json::json!({"a": {"type": "local"}})).contains("mcp.a.command"));
