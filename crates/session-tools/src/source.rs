@@ -35,3 +35,44 @@ pub(crate) fn source_registry(tools: Vec<Arc<dyn Tool>>, builtin: &ToolRegistry)
     }
     registry
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::ToolContext;
+    use crate::error::ToolError;
+    use crate::tool::ToolSuccess;
+    use serde_json::{Value, json};
+    use session_core::JsonObject;
+
+    struct Named(&'static str, Value);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "a sourced tool"
+        }
+        fn parameters(&self) -> Value {
+            self.1.clone()
+        }
+        async fn execute(&self, _: JsonObject, _: &ToolContext) -> Result<ToolSuccess, ToolError> {
+            Ok(ToolSuccess::default())
+        }
+    }
+
+    #[test]
+    fn sourced_tools_never_shadow_built_ins_and_bad_schemas_are_left_out() {
+        let builtin = crate::tools::builtin_registry().unwrap_or_else(|error| panic!("{error}"));
+        let object = json!({"type": "object", "properties": {}});
+        let tools: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(Named("srv_ok", object.clone())),
+            Arc::new(Named("bash", object)),
+            Arc::new(Named("srv_bad", json!({"type": 12}))),
+        ];
+        let registry = source_registry(tools, &builtin);
+        assert_eq!(registry.names(), ["srv_ok"]);
+    }
+}
