@@ -29,6 +29,23 @@ pub fn session_binary() -> std::io::Result<PathBuf> {
     Ok(binary)
 }
 
+/// session-testkit's misbehaving MCP server (`mcp-fault-server`) of this build, built first
+/// when `cargo test` did not build it.
+pub fn mcp_fault_server() -> std::io::Result<PathBuf> {
+    let session = session_binary()?;
+    let binary = session.with_file_name(format!("mcp-fault-server{}", std::env::consts::EXE_SUFFIX));
+    if !binary.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "session-testkit", "--bin", "mcp-fault-server"])
+            .status()?;
+        if !status.success() {
+            return Err(std::io::Error::other("building mcp-fault-server failed"));
+        }
+    }
+    Ok(binary)
+}
+
 /// The provider fixtures vendored in session-llm.
 pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/session-llm/tests/fixtures/providers")

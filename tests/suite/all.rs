@@ -7,6 +7,7 @@ mod crash;
 mod demo;
 mod faults;
 mod long;
+mod mcp;
 mod replay;
 mod run;
 mod security;

@@ -14,6 +14,7 @@
 //! `main` reads the process environment: these functions take it as arguments.
 
 mod demo;
+pub mod mcp;
 mod render;
 mod replay;
 mod run;

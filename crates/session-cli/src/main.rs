@@ -103,6 +103,11 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Lists the configured MCP servers (state, tools, last error) or calls one tool.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Lists the models of the catalog.
     Models {
         /// Only this provider's models.
@@ -160,6 +165,22 @@ struct ServeArgs {
     /// server dies, another takes its sessions over once this has passed.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     lease_ttl_ms: u64,
+}
+
+#[derive(Debug, Subcommand)]
+enum McpAction {
+    /// Starts each configured server and prints its state, tools and last error.
+    List,
+    /// Calls one tool of one server with JSON arguments, without a model.
+    Call {
+        /// The server (its key under `mcp`).
+        server: String,
+        /// The tool, by the server's own name.
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        json: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -481,6 +502,29 @@ fn run(command: Command) -> Result<ExitCode> {
                 session_cli::trust::TrustAction::Add(folder)
             };
             session_cli::trust::trust(&action, &env, home.as_deref(), &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp { action } => {
+            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let home = env.get("HOME").map(PathBuf::from);
+            let setup = session_cli::RuntimeSetup {
+                cwd: std::env::current_dir().context("cannot read the working directory")?,
+                data_dir: data_dir(&env, home.as_deref())?,
+                home,
+                env,
+                model: None,
+                base_url: None,
+                db: None,
+                store_options: session_store::StoreOptions::default(),
+            };
+            let stdout = std::io::stdout();
+            let runtime = async_runtime()?;
+            match action {
+                McpAction::List => runtime.block_on(session_cli::mcp::list(&setup, stdout.lock()))?,
+                McpAction::Call { server, tool, json } => {
+                    runtime.block_on(session_cli::mcp::call(&setup, &server, &tool, &json, stdout.lock()))?
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { provider } => {

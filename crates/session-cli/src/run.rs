@@ -218,7 +218,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let (failures, mut failed) = mpsc::unbounded_channel();
     let mut status = StatusLine::new(options.status_line && options.format == OutputFormat::Text);
     let asker = CliAsker { mode: options.ask, failures, status: status.pause_handle() };
-    let Assembled { runtime, store, model, .. } = assemble(&setup, Arc::new(asker)).await?;
+    let Assembled { runtime, store, model, mcp, .. } = assemble(&setup, Arc::new(asker)).await?;
     let session_id = match &options.session {
         Some(id) => {
             let id = SessionId::parse(id).map_err(|error| anyhow!("--session: {error}"))?;
@@ -302,6 +302,8 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     }
     // A title still on its way is stored before the process exits.
     runtime.settle().await;
+    // Every MCP server this run started ends with it.
+    mcp.shutdown().await;
     while let Ok(event) = events.try_recv() {
         renderer.event(&event)?;
     }

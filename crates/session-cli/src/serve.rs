@@ -60,6 +60,7 @@ pub struct RunningServer {
     store: Arc<dyn Store>,
     runtime: Arc<Runtime>,
     token_file: Option<PathBuf>,
+    mcp: Arc<session_mcp::McpManager>,
 }
 
 impl RunningServer {
@@ -98,6 +99,8 @@ impl RunningServer {
     pub async fn stop(self) -> Result<()> {
         self.shutdown.cancel();
         let served = self.server.await;
+        // Every MCP server the server started ends with it.
+        self.mcp.shutdown().await;
         self.store.close().await.map_err(|error| anyhow!("closing the session database: {error}"))?;
         match served {
             Ok(result) => result.context("serving HTTP failed"),
@@ -172,15 +175,17 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let require_token = options.require_token || token_file.is_none();
     let access = Access { token: Some(token), require_token, bound: addr, origins: allowed };
     let shutdown = CancellationToken::new();
+    let mcp = assembled.mcp;
     let mut parts = ServerParts::new(runtime.clone(), store.clone(), assembled.permissions, access);
     parts.cluster = cluster;
+    parts.mcp = mcp.clone();
     parts.shutdown = shutdown.clone();
     let app = session_server::router(parts);
     let graceful = shutdown.clone();
     let server = tokio::spawn(async move {
         axum::serve(listener, app).with_graceful_shutdown(async move { graceful.cancelled().await }).await
     });
-    Ok(RunningServer { addr, shutdown, server, store, runtime, token_file })
+    Ok(RunningServer { addr, shutdown, server, store, runtime, token_file, mcp })
 }
 
 /// `session serve`: serves until Ctrl-C (or SIGTERM), printing the address first.

@@ -25,6 +25,7 @@ mod cluster;
 mod commands;
 mod error;
 mod events;
+mod mcp;
 mod notice;
 mod openapi;
 mod routes;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::{get, post};
+use session_mcp::McpManager;
 use session_runtime::Runtime;
 use session_store::Store;
 use session_tools::PermissionEngine;
@@ -66,6 +68,8 @@ pub struct ServerParts {
     /// Cancelled to end the event streams and the background tasks (the caller also passes
     /// it to its graceful shutdown).
     pub shutdown: CancellationToken,
+    /// The runtime's MCP servers, for `GET /mcp` (none by default).
+    pub mcp: Arc<McpManager>,
 }
 
 impl ServerParts {
@@ -76,7 +80,15 @@ impl ServerParts {
         permissions: Arc<PermissionEngine>,
         access: Access,
     ) -> Self {
-        Self { runtime, store, permissions, access, cluster: None, shutdown: CancellationToken::new() }
+        Self {
+            runtime,
+            store,
+            permissions,
+            access,
+            cluster: None,
+            shutdown: CancellationToken::new(),
+            mcp: Arc::new(McpManager::new(Vec::new())),
+        }
     }
 }
 
@@ -97,13 +109,14 @@ pub(crate) struct AppState {
     hub: events::Hub,
     cluster: Option<Arc<cluster::Outbox>>,
     shutdown: CancellationToken,
+    mcp: Arc<McpManager>,
 }
 
 /// The router over `parts`. It starts the tasks that carry bus events (and the other
 /// instances' notices) to `/event` until `parts.shutdown`, so it must be called inside a Tokio
 /// runtime.
 pub fn router(parts: ServerParts) -> Router {
-    let ServerParts { runtime, store, permissions, access, cluster, shutdown } = parts;
+    let ServerParts { runtime, store, permissions, access, cluster, shutdown, mcp } = parts;
     let hub = events::Hub::new();
     let outbox = cluster.map(|link| {
         let receiver = cluster::Receiver {
@@ -115,10 +128,11 @@ pub fn router(parts: ServerParts) -> Router {
         cluster::start(link, store.owner().to_owned(), receiver, &shutdown)
     });
     events::spawn_translator(runtime.bus().subscribe(), hub.clone(), outbox.clone(), shutdown.clone());
-    let state = Arc::new(AppState { runtime, store, permissions, hub, cluster: outbox, shutdown });
+    let state = Arc::new(AppState { runtime, store, permissions, hub, cluster: outbox, shutdown, mcp });
     let router = Router::new()
         .route("/doc", get(routes::doc))
         .route("/event", get(events::stream))
+        .route("/mcp", get(mcp::status))
         .route("/session", get(routes::list_sessions).post(routes::create_session))
         .route("/session/{id}", get(routes::get_session).delete(routes::delete_session))
         .route("/session/{id}/message", get(routes::messages).post(routes::prompt))

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 pub(crate) const ROUTES: &[(&str, &str)] = &[
     ("get", "/doc"),
     ("get", "/event"),
+    ("get", "/mcp"),
     ("get", "/session"),
     ("post", "/session"),
     ("get", "/session/{id}"),
@@ -131,6 +132,19 @@ fn operation(method: &str, path: &str) -> Option<Operation> {
             responses: vec![(
                 "200",
                 json!({"description": "Event stream", "content": {"text/event-stream": {"schema": reference("Event")}}}),
+            )],
+        },
+        ("get", "/mcp") => Operation {
+            id: "mcp.status",
+            summary: "Each configured MCP server's status: connected, failed (with its error) or disabled",
+            params: vec![],
+            body: None,
+            responses: vec![(
+                "200",
+                ok(
+                    "MCP server status",
+                    json!({"type": "object", "additionalProperties": reference("MCPStatus")}),
+                ),
             )],
         },
         ("get", "/session") => Operation {
@@ -294,6 +308,8 @@ pub(crate) fn document() -> Value {
                         "message.updated", "message.removed", "message.part.updated", "message.part.removed",
                         "permission.updated", "permission.replied"]},
                     "properties": {"type": "object"}}},
+                "MCPStatus": {"type": "object", "required": ["status"], "properties": {
+                    "status": {"enum": ["connected", "failed", "disabled", "pending"]}, "error": {"type": "string"}}},
                 "BadRequestError": error("BadRequest"),
                 "NotFoundError": error("NotFoundError"),
                 "Error": {"type": "object", "required": ["name", "data"]}

@@ -1,6 +1,7 @@
 //! Running one tool call: validation, the context, cancellation.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use session_core::{JsonObject, MessageId, SessionId, permission::Ruleset, processor::Effect};
@@ -9,10 +10,11 @@ use tokio_util::sync::CancellationToken;
 use crate::context::{ContextParts, ProgressSink, ToolContext};
 use crate::error::ToolError;
 use crate::permission::PermissionEngine;
-use crate::registry::ToolRegistry;
+use crate::registry::{ToolDefinition, ToolRegistry};
 use crate::shell_env::ShellEnvPolicy;
+use crate::source::{ToolSource, source_registry};
 use crate::todo::{MemoryTodos, TodoStore};
-use crate::tool::ToolSuccess;
+use crate::tool::{Tool, ToolSuccess};
 use crate::tools::blocking;
 use crate::workspace::Workspace;
 
@@ -66,6 +68,9 @@ pub struct ToolExecutor {
     todos: Arc<dyn TodoStore>,
     continue_loop_on_deny: bool,
     shell_env: Arc<ShellEnvPolicy>,
+    sources: Vec<Arc<dyn ToolSource>>,
+    // The sources' tools as of the last `refresh_sources` (swapped whole, read per call).
+    sourced: RwLock<Arc<ToolRegistry>>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -89,7 +94,66 @@ impl ToolExecutor {
             todos: Arc::new(MemoryTodos::default()),
             continue_loop_on_deny: false,
             shell_env: Arc::new(ShellEnvPolicy::default()),
+            sources: Vec::new(),
+            sourced: RwLock::new(Arc::new(ToolRegistry::new())),
         }
+    }
+
+    /// Adds a source of tools that can change while the process runs (MCP servers).
+    pub fn with_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// Asks every source for its current tools (starting what it needs); the next
+    /// [`ToolExecutor::definitions`] and calls see them. Does nothing without sources.
+    pub async fn refresh_sources(&self) {
+        if self.sources.is_empty() {
+            return;
+        }
+        let lists = futures_util::future::join_all(self.sources.iter().map(|source| source.tools())).await;
+        let registry = source_registry(lists.into_iter().flatten().collect(), &self.registry);
+        if let Ok(mut sourced) = self.sourced.write() {
+            *sourced = Arc::new(registry);
+        }
+    }
+
+    fn sourced(&self) -> Arc<ToolRegistry> {
+        self.sourced.read().map(|sourced| sourced.clone()).unwrap_or_default()
+    }
+
+    /// The names of every tool offered: the registry's, then the sources'.
+    pub fn tool_names(&self) -> Vec<String> {
+        let sourced = self.sourced();
+        self.registry.names().into_iter().chain(sourced.names()).map(str::to_owned).collect()
+    }
+
+    /// The definitions to send with a model request (the registry's, then the sources'),
+    /// leaving out the tools in `disabled`; see [`ToolRegistry::definitions`].
+    pub fn definitions(&self, disabled: &BTreeSet<String>) -> Vec<ToolDefinition> {
+        let mut definitions = self.registry.definitions(disabled);
+        definitions.extend(self.sourced().definitions(disabled));
+        definitions
+    }
+
+    fn validate(&self, call: &ToolInvocation) -> Result<Arc<dyn Tool>, ToolError> {
+        if self.registry.get(&call.tool).is_none() {
+            let sourced = self.sourced();
+            if sourced.get(&call.tool).is_some() {
+                return sourced.validate(&call.tool, &call.input);
+            }
+        }
+        self.registry.validate(&call.tool, &call.input).map_err(|error| match error {
+            ToolError::UnknownTool { name, .. } => {
+                let offered: Vec<String> = self
+                    .tool_names()
+                    .into_iter()
+                    .filter(|n| n != session_core::processor::INVALID_TOOL)
+                    .collect();
+                ToolError::UnknownTool { name, available: offered.join(", ") }
+            }
+            other => other,
+        })
     }
 
     /// Keeps todo lists in `todos` instead of memory.
@@ -150,7 +214,7 @@ impl ToolExecutor {
         abort: CancellationToken,
         progress: ProgressSink,
     ) -> Result<ToolSuccess, ToolError> {
-        let tool = self.registry.validate(&call.tool, &call.input)?;
+        let tool = self.validate(call)?;
         if abort.is_cancelled() {
             return Err(ToolError::Aborted);
         }

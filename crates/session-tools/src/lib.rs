@@ -34,6 +34,7 @@ mod permission;
 mod registry;
 pub mod shell;
 mod shell_env;
+mod source;
 mod todo;
 mod tool;
 mod tools;
@@ -47,6 +48,7 @@ pub use image::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE, RESIZED_SIDE, fit_images, omitt
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
 pub use shell_env::{DEFAULT_EXCLUDES, ShellEnvPolicy};
+pub use source::ToolSource;
 pub use todo::{MemoryTodos, Todo, TodoStore};
 pub use tool::{Tool, ToolSuccess, parse_args, schema_for};
 pub use tools::{

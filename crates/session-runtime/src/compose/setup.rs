@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use session_core::ModelRef;
 use session_llm::Catalog;
+use session_mcp::McpManager;
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry};
 
@@ -17,7 +18,7 @@ use super::agents::{configured_agents, default_agent};
 use super::instructions::{InstructionSources, instruction_files, instructions_text};
 use super::models::ConfiguredModels;
 use crate::config::{
-    ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, user_config_dir,
+    ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, mcp_servers, user_config_dir,
 };
 use crate::engine::{
     GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, TaskTool, parse_model_ref,
@@ -60,6 +61,9 @@ pub struct Assembled {
     pub server: ServerConfig,
     /// What the configuration had that was ignored (unknown keys), for the user to see.
     pub warnings: Vec<ConfigWarning>,
+    /// The configured MCP servers (a tool source of the runtime); end them with
+    /// [`McpManager::shutdown`] before the process exits.
+    pub mcp: Arc<McpManager>,
 }
 
 impl std::fmt::Debug for Assembled {
@@ -100,12 +104,8 @@ pub fn project_root(cwd: &Path) -> PathBuf {
     crate::config::trust_root(cwd)
 }
 
-/// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
-/// permission asks, snapshots and agents.
-pub async fn assemble(
-    setup: &RuntimeSetup,
-    asker: Arc<dyn PermissionAsker>,
-) -> Result<Assembled, ComposeError> {
+/// The layered configuration of `setup`'s project (a project layer in full only when trusted).
+fn load_config(setup: &RuntimeSetup) -> Result<crate::config::LoadedConfig, ComposeError> {
     // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
     let user_dir = user_dir(&setup.env, setup.home.as_deref());
     let mut sources = discover_from(
@@ -119,6 +119,23 @@ pub async fn assemble(
     sources.trusted = trust.trusted;
     let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
     let loaded = load(&sources, &resolver)?;
+    Ok(loaded)
+}
+
+/// The MCP servers the configuration of `setup`'s project names, none started (for
+/// `session mcp list` and `session mcp call`, which need no model).
+pub fn mcp_manager(setup: &RuntimeSetup) -> Result<McpManager, ComposeError> {
+    let loaded = load_config(setup)?;
+    Ok(McpManager::new(mcp_servers(&loaded.config.mcp, &setup.cwd)?))
+}
+
+/// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
+/// permission asks, snapshots and agents.
+pub async fn assemble(
+    setup: &RuntimeSetup,
+    asker: Arc<dyn PermissionAsker>,
+) -> Result<Assembled, ComposeError> {
+    let loaded = load_config(setup)?;
     let config = loaded.config;
     let reference = setup.model.clone().or_else(|| config.model.clone()).ok_or(ComposeError::NoModel)?;
     let model = parse_model_ref(&reference).ok_or_else(|| ComposeError::BadModelRef(reference.clone()))?;
@@ -151,11 +168,15 @@ pub async fn assemble(
     let mut registry = builtin_registry()?;
     let task = Arc::new(TaskTool::new(&agents));
     registry.register(task.clone())?;
-    let tools = Arc::new(
-        ToolExecutor::new(registry, workspace, permissions.clone())
-            .with_continue_loop_on_deny(config.continue_loop_on_deny())
-            .with_shell_env(config.shell_env.policy()),
-    );
+    // MCP servers start when the first model request needs tools, not here.
+    let mcp = Arc::new(McpManager::new(mcp_servers(&config.mcp, &setup.cwd)?));
+    let mut executor = ToolExecutor::new(registry, workspace, permissions.clone())
+        .with_continue_loop_on_deny(config.continue_loop_on_deny())
+        .with_shell_env(config.shell_env.policy());
+    if !mcp.is_empty() {
+        executor = executor.with_source(mcp.clone());
+    }
+    let tools = Arc::new(executor);
     let snapshots: Arc<dyn Snapshotter> = match config.snapshot_enabled() {
         true => match GitSnapshotter::open(&setup.cwd, &setup.data_dir).await {
             Some(git) => Arc::new(git.with_retention(config.snapshot_retention())),
@@ -202,5 +223,6 @@ pub async fn assemble(
         database,
         server: config.server.clone(),
         warnings: loaded.warnings,
+        mcp,
     })
 }

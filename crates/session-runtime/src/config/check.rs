@@ -32,7 +32,7 @@ const AGENT_KEYS: [&str; 16] = [
 ];
 
 /// OpenCode keys accepted without a warning: the schema link, listening settings the command's
-/// flags decide, MCP (its own module's), and the models.dev fields that describe rather than
+/// flags decide, and the models.dev fields that describe rather than
 /// configure. `*` stands for any one key or index. A pattern covers everything below it, since
 /// an ignored value is reported once, at its own path. OpenCode keys with no effect here warn
 /// (see `unsupported.rs`).
@@ -42,8 +42,6 @@ const ACCEPTED: &[&[&str]] = &[
     &["server", "hostname"],
     &["server", "mdns"],
     &["server", "mdnsDomain"],
-    &["mcp"],
-    &["experimental", "mcp_timeout"],
     // Providers: catalog identity.
     &["provider", "*", "id"],
     // Models: the rest of the models.dev shape.
@@ -398,6 +396,7 @@ mod tests {
                 "lsp",
                 "plugin",
                 "experimental.batch_tool",
+                "experimental.mcp_timeout",
                 "provider.x.whitelist"
             ]
             .map(unsupported)

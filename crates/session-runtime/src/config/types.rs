@@ -76,6 +76,9 @@ pub struct Config {
     /// Commands by name: prompt templates run with `session run --command`.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub command: IndexMap<String, super::command::CommandConfig>,
+    /// MCP servers by name (see [`super::mcp::mcp_servers`]).
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp: IndexMap<String, super::mcp::McpServerConfig>,
 }
 
 impl Config {

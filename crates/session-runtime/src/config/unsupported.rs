@@ -39,6 +39,9 @@ const UNSUPPORTED: &[&[&str]] = &[
     &["experimental", "openTelemetry"],
     &["experimental", "primary_tools"],
     &["experimental", "policies"],
+    &["experimental", "mcp_timeout"],
+    // MCP servers' OAuth (remote servers take `headers`).
+    &["mcp", "*", "oauth"],
     &["provider", "*", "whitelist"],
     &["provider", "*", "blacklist"],
 ];

@@ -303,14 +303,16 @@ impl Runtime {
         if is_last_step(agent.steps, step) {
             push_max_steps(&mut model_messages, MAX_STEPS_TEXT);
         }
-        let registry = self.tools.registry();
-        let tool_names = registry.names().into_iter().map(str::to_owned).collect::<Vec<_>>();
+        // Tool sources (MCP servers) start on the first request and list what changed since.
+        self.tools.refresh_sources().await;
+        let tool_names = self.tools.tool_names();
         let mut disabled = disabled_tools(&tool_names, &agent.ruleset);
         if !agent.is_primary() {
             // A subagent does its task itself: it starts no subagents of its own.
             disabled.insert(super::task::TASK_TOOL.to_owned());
         }
-        let mut tools: Vec<ToolSpec> = registry
+        let mut tools: Vec<ToolSpec> = self
+            .tools
             .definitions(&disabled)
             .into_iter()
             .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })

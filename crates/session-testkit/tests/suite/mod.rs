@@ -3,5 +3,6 @@
 mod faults;
 mod formats;
 mod log;
+mod mcp_faults;
 mod stamps;
 mod support;
