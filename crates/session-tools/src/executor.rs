@@ -10,6 +10,7 @@ use crate::context::{ContextParts, ProgressSink, ToolContext};
 use crate::error::ToolError;
 use crate::permission::PermissionEngine;
 use crate::registry::ToolRegistry;
+use crate::sandbox::{Sandbox, SandboxMode};
 use crate::shell_env::ShellEnvPolicy;
 use crate::todo::{MemoryTodos, TodoStore};
 use crate::tool::ToolSuccess;
@@ -66,6 +67,9 @@ pub struct ToolExecutor {
     todos: Arc<dyn TodoStore>,
     continue_loop_on_deny: bool,
     shell_env: Arc<ShellEnvPolicy>,
+    sandbox: Sandbox,
+    /// Agents whose commands run at least this strictly, with their sandbox built.
+    agent_sandboxes: Vec<(String, SandboxMode, Sandbox)>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -89,6 +93,8 @@ impl ToolExecutor {
             todos: Arc::new(MemoryTodos::default()),
             continue_loop_on_deny: false,
             shell_env: Arc::new(ShellEnvPolicy::default()),
+            sandbox: Sandbox::off(),
+            agent_sandboxes: Vec::new(),
         }
     }
 
@@ -102,6 +108,34 @@ impl ToolExecutor {
     pub fn with_shell_env(mut self, policy: ShellEnvPolicy) -> Self {
         self.shell_env = Arc::new(policy);
         self
+    }
+
+    /// Sets the sandbox of the commands the tools start (config `sandbox`).
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        for (_, mode, built) in &mut self.agent_sandboxes {
+            *built = sandbox.at_least(*mode);
+        }
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Runs `agent`'s commands at least as strictly as `mode` (the plan agent: read-only).
+    pub fn with_agent_sandbox(mut self, agent: impl Into<String>, mode: SandboxMode) -> Self {
+        let built = self.sandbox.at_least(mode);
+        self.agent_sandboxes.push((agent.into(), mode, built));
+        self
+    }
+
+    /// The sandbox of the executor's commands (before per-agent modes).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    fn sandbox_for(&self, agent: &str) -> Sandbox {
+        self.agent_sandboxes
+            .iter()
+            .find(|(name, _, _)| name == agent)
+            .map_or_else(|| self.sandbox.clone(), |(_, _, built)| built.clone())
     }
 
     /// Sets `experimental.continue_loop_on_deny` (see [`ToolError::blocks_loop`]).
@@ -166,6 +200,7 @@ impl ToolExecutor {
             ruleset: scope.ruleset.clone(),
             todos: self.todos.clone(),
             shell_env: self.shell_env.clone(),
+            sandbox: self.sandbox_for(&scope.agent),
         });
         let execution = tool.execute(call.input.clone(), &ctx);
         tokio::pin!(execution);
