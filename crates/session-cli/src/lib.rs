@@ -17,6 +17,7 @@ mod demo;
 mod render;
 mod replay;
 mod run;
+pub mod sandbox;
 pub mod serve;
 pub mod sessions;
 mod status_line;

@@ -33,7 +33,7 @@ pub use compose::{
 pub use config::{
     AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
     ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
-    PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
+    PricesConfig, ProviderConfig, ProviderOptions, Resolver, SandboxConfig, ServerConfig, ShellEnvConfig,
     SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason,
     api_for_package, combine, discover, discover_from, discover_in, load, merge, parse_layer,
     restrict_untrusted, substitute, user_config_dir,

@@ -57,6 +57,8 @@ pub struct Assembled {
     pub server: ServerConfig,
     /// What the configuration had that was ignored (unknown keys), for the user to see.
     pub warnings: Vec<ConfigWarning>,
+    /// The one warning about a sandbox this kernel cannot enforce as configured.
+    pub sandbox_warning: Option<String>,
 }
 
 impl std::fmt::Debug for Assembled {
@@ -143,10 +145,15 @@ pub async fn assemble(
         Some(home) => workspace.with_home(home),
         None => workspace,
     };
+    let sandbox = session_tools::Sandbox::new(config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
+    let sandbox_warning = sandbox.warning();
     let tools = Arc::new(
         ToolExecutor::new(builtin_registry()?, workspace, permissions.clone())
             .with_continue_loop_on_deny(config.continue_loop_on_deny())
-            .with_shell_env(config.shell_env.policy()),
+            .with_shell_env(config.shell_env.policy())
+            .with_sandbox(sandbox)
+            // The plan agent studies the project: its commands may not change it.
+            .with_agent_sandbox("plan", session_tools::SandboxMode::ReadOnly),
     );
     let snapshots: Arc<dyn Snapshotter> = match config.snapshot_enabled() {
         true => match GitSnapshotter::open(&setup.cwd, &setup.data_dir).await {
@@ -184,5 +191,6 @@ pub async fn assemble(
         database,
         server: config.server.clone(),
         warnings: loaded.warnings,
+        sandbox_warning,
     })
 }

@@ -33,6 +33,7 @@ mod error;
 mod load;
 mod merge;
 mod package;
+mod sandbox;
 mod substitute;
 mod trust;
 mod types;
@@ -42,6 +43,7 @@ pub use error::{ConfigError, ConfigWarning, WarningReason};
 pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
 pub use merge::merge;
 pub use package::api_for_package;
+pub use sandbox::SandboxConfig;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{

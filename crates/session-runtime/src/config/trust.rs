@@ -106,8 +106,8 @@ fn canonical(folder: &Path) -> PathBuf {
 /// settings, and permission rules that ask or deny. Removed: provider endpoints, keys,
 /// headers, packages and key variables (`provider.*` except `name`, `models.*.{name, limit,
 /// cost, attachment, reasoning, temperature, tool_call}` and the timeouts and retry policy),
-/// every `allow` rule, `database`, `mcp`, `shell_env` and `server` (its `cors` would let a
-/// web page of the author's drive the server).
+/// every `allow` rule, `database`, `mcp`, `shell_env`, `server` (its `cors` would let a
+/// web page of the author's drive the server) and whatever would loosen `sandbox`.
 pub fn restrict_untrusted(value: &mut Value) -> Vec<String> {
     let mut removed = Vec::new();
     let Value::Object(root) = value else { return removed };
@@ -141,6 +141,7 @@ pub fn restrict_untrusted(value: &mut Value) -> Vec<String> {
             }
         }
     }
+    removed.extend(super::sandbox::restrict_untrusted_sandbox(root));
     if let Some(permission) = root.get_mut("permission") {
         drop_allows(permission, "permission", &mut removed);
     }

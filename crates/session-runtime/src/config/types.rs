@@ -64,6 +64,9 @@ pub struct Config {
     /// What `session serve` reads of OpenCode's `server` section.
     #[serde(skip_serializing_if = "is_default")]
     pub server: ServerConfig,
+    /// Ours: how the commands the runtime starts are confined.
+    #[serde(skip_serializing_if = "is_default")]
+    pub sandbox: super::sandbox::SandboxConfig,
 }
 
 impl Config {

@@ -50,7 +50,8 @@ pub const REQUIRED_LANDLOCK_ABI: u8 = 3;
 pub const SYSTEM_TEMP_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
 /// What commands may do (config `sandbox.mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// No confinement.
     Off,
@@ -89,7 +90,8 @@ impl fmt::Display for SandboxMode {
 }
 
 /// What happens where the kernel cannot confine (config `sandbox.enforcement`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Enforcement {
     /// Commands run unconfined, after one warning.
     #[default]
