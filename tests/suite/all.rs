@@ -8,5 +8,6 @@ mod faults;
 mod long;
 mod replay;
 mod run;
+mod sandbox;
 mod security;
 mod serve_sdk;

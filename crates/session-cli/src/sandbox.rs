@@ -21,7 +21,12 @@ pub enum SandboxAction {
 
 /// Loads the configuration of `cwd` as `session run` would, probes the kernel and prints the
 /// report to `out` (configuration warnings go to stderr).
-pub fn check(cwd: &Path, env: &HashMap<String, String>, home: Option<&Path>, out: &mut impl Write) -> Result<()> {
+pub fn check(
+    cwd: &Path,
+    env: &HashMap<String, String>,
+    home: Option<&Path>,
+    out: &mut impl Write,
+) -> Result<()> {
     let user_dir = user_dir(env, home);
     let mut sources =
         discover_from(cwd, home, user_dir.as_deref(), env.get("SESSION_CONFIG").map(PathBuf::from));
@@ -42,12 +47,17 @@ pub fn report(settings: &SandboxSettings, support: KernelSupport, target: &Sandb
     let mut text = String::from("Kernel\n");
     let landlock = match support.landlock_abi {
         0 => "not available".to_owned(),
-        abi if abi < REQUIRED_LANDLOCK_ABI => format!("ABI {abi} (too old: the sandbox needs {REQUIRED_LANDLOCK_ABI})"),
+        abi if abi < REQUIRED_LANDLOCK_ABI => {
+            format!("ABI {abi} (too old: the sandbox needs {REQUIRED_LANDLOCK_ABI})")
+        }
         6 => "ABI 6 or later".to_owned(),
         abi => format!("ABI {abi}"),
     };
     text.push_str(&format!("  landlock:   {landlock}\n"));
-    text.push_str(&format!("  seccomp:    {}\n", if support.seccomp { "available" } else { "not available" }));
+    text.push_str(&format!(
+        "  seccomp:    {}\n",
+        if support.seccomp { "available" } else { "not available" }
+    ));
     let namespaces = match support.namespaces {
         Namespaces::Mount => "mount namespace",
         Namespaces::UserAndMount => "user and mount namespaces",
@@ -57,7 +67,10 @@ pub fn report(settings: &SandboxSettings, support: KernelSupport, target: &Sandb
     text.push_str("\nConfiguration (sandbox)\n");
     text.push_str(&format!("  mode:         {}\n", settings.mode));
     text.push_str(&format!("  enforcement:  {}\n", settings.enforcement.as_str()));
-    text.push_str(&format!("  network:      {}\n", if settings.network { "allowed" } else { "off (Unix sockets allowed)" }));
+    text.push_str(&format!(
+        "  network:      {}\n",
+        if settings.network { "allowed" } else { "off (Unix sockets allowed)" }
+    ));
     text.push_str(&format!("  git_writable: {}\n", settings.git_writable));
     if !settings.exclude.is_empty() {
         text.push_str(&format!("  exclude:      {}\n", clean(&settings.exclude.join(", "))));
@@ -79,7 +92,8 @@ fn outcome(sandbox: &Sandbox, target: &SandboxTarget) -> String {
         Ok(Confinement::Confined(confined)) => {
             let mut line = format!("confined, {}", confined.mode);
             if !confined.writable.is_empty() {
-                let folders: Vec<String> = confined.writable.iter().map(|p| p.display().to_string()).collect();
+                let folders: Vec<String> =
+                    confined.writable.iter().map(|p| p.display().to_string()).collect();
                 line.push_str(&format!("; writes in {}", folders.join(", ")));
             }
             if let Some(git) = &confined.git_read_only {
@@ -113,7 +127,10 @@ mod tests {
         assert!(text.contains("namespaces: user and mount namespaces"), "{text}");
         let git = target.workspace.join(".git");
         assert!(
-            text.contains(&format!("build agent: confined, workspace-write; writes in {}", target.workspace.display())),
+            text.contains(&format!(
+                "build agent: confined, workspace-write; writes in {}",
+                target.workspace.display()
+            )),
             "{text}"
         );
         assert!(text.contains(&format!("; {} read-only; no network", git.display())), "{text}");

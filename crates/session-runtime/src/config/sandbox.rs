@@ -103,7 +103,8 @@ impl<'de> Deserialize<'de> for SandboxConfig {
             }
 
             fn visit_str<E: de::Error>(self, word: &str) -> Result<SandboxConfig, E> {
-                SandboxConfig::from_word(word).ok_or_else(|| E::invalid_value(de::Unexpected::Str(word), &WORDS))
+                SandboxConfig::from_word(word)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Str(word), &WORDS))
             }
 
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SandboxConfig, A::Error> {
@@ -127,7 +128,9 @@ impl<'de> Deserialize<'de> for SandboxConfig {
 /// dotted key paths removed. Kept: `read-only`, `required`, `network: false` and
 /// `git_writable: false`; a kept word becomes the object it stands for, so that it merges
 /// field by field with the user's settings instead of replacing them.
-pub(crate) fn restrict_untrusted_sandbox(root: &mut serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+pub(crate) fn restrict_untrusted_sandbox(
+    root: &mut serde_json::Map<String, serde_json::Value>,
+) -> Vec<String> {
     use serde_json::Value;
     let mut removed = Vec::new();
     let tightening = |key: &str, value: &Value| match (key, value) {
@@ -204,16 +207,26 @@ mod tests {
                 json!({"mode": "off", "network": true, "writable": ["/"], "exclude": ["*"], "git_writable": true,
                        "enforcement": "best-effort"}),
                 Some(json!({})),
-                vec!["sandbox.mode", "sandbox.network", "sandbox.writable", "sandbox.exclude",
-                     "sandbox.git_writable", "sandbox.enforcement"],
+                vec![
+                    "sandbox.mode",
+                    "sandbox.network",
+                    "sandbox.writable",
+                    "sandbox.exclude",
+                    "sandbox.git_writable",
+                    "sandbox.enforcement",
+                ],
             ),
             (
                 json!({"mode": "read-only", "network": false, "enforcement": "required", "git_writable": false}),
-                Some(json!({"mode": "read-only", "network": false, "enforcement": "required", "git_writable": false})),
+                Some(
+                    json!({"mode": "read-only", "network": false, "enforcement": "required", "git_writable": false}),
+                ),
                 vec![],
             ),
         ] {
-            let serde_json::Value::Object(mut root) = json!({"sandbox": written.clone()}) else { unreachable!() };
+            let serde_json::Value::Object(mut root) = json!({"sandbox": written.clone()}) else {
+                unreachable!()
+            };
             let mut got = restrict_untrusted_sandbox(&mut root);
             got.sort();
             let mut want: Vec<String> = removed.iter().map(|s| (*s).to_owned()).collect();

@@ -8,7 +8,8 @@
 use super::{Confined, SandboxMode};
 
 /// Messages that a sandbox denial produces.
-const SIGNS: [&str; 4] = ["Permission denied", "Operation not permitted", "Read-only file system", "Invalid cross-device link"];
+const SIGNS: [&str; 4] =
+    ["Permission denied", "Operation not permitted", "Read-only file system", "Invalid cross-device link"];
 /// Words of a line that make an `EPERM` a refused socket.
 const SOCKET_WORDS: [&str; 6] = ["socket", "connect", "/dev/tcp", "/dev/udp", "network", "Network"];
 /// How many denied paths the note names.
@@ -29,7 +30,8 @@ pub fn denial_note(output: &str, confined: &Confined) -> Option<String> {
         any = true;
         let path = named_path(line, sign);
         // Bash's network redirections name a socket, not a file.
-        let socket_path = path.as_deref().is_some_and(|p| p.starts_with("/dev/tcp/") || p.starts_with("/dev/udp/"));
+        let socket_path =
+            path.as_deref().is_some_and(|p| p.starts_with("/dev/tcp/") || p.starts_with("/dev/udp/"));
         if !confined.network
             && *sign == "Operation not permitted"
             && mentions_sockets
@@ -143,7 +145,8 @@ mod tests {
     fn names_a_refused_socket_and_says_nothing_without_signs() {
         let note = denial_note("bash: socket: Operation not permitted", &confined()).unwrap_or_default();
         assert!(note.contains("Refused: a network socket."), "{note}");
-        let traceback = "    sock = socket(af, socktype, proto)\nPermissionError: [Errno 1] Operation not permitted";
+        let traceback =
+            "    sock = socket(af, socktype, proto)\nPermissionError: [Errno 1] Operation not permitted";
         let note = denial_note(traceback, &confined()).unwrap_or_default();
         assert!(note.contains("Refused: a network socket."), "{note}");
         assert!(note.contains("it may write only in /ws, /tmp (but /ws/.git is read-only)"), "{note}");

@@ -22,8 +22,8 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
@@ -68,8 +68,9 @@ fn landlock_abi() -> u8 {
 }
 
 fn requirable(abi: ABI) -> Result<RulesetCreated, landlock::RulesetError> {
-    let mut ruleset =
-        Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi))?;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))?;
     if !AccessNet::from_all(abi).is_empty() {
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
     }
@@ -80,7 +81,8 @@ fn requirable(abi: ABI) -> Result<RulesetCreated, landlock::RulesetError> {
 }
 
 fn seccomp_available() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| status.lines().any(|l| l.starts_with("Seccomp:")))
+    std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|status| status.lines().any(|l| l.starts_with("Seccomp:")))
 }
 
 /// Which namespaces a child can enter: tried for real in a throwaway `/bin/sh -c 'exit 0'`.
@@ -165,7 +167,8 @@ fn ruleset(confined: &Confined) -> Result<RulesetCreated, ToolError> {
 fn network_filter() -> Result<BpfProgram, Box<dyn std::error::Error>> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let not_unix = || -> Result<Vec<SeccompRule>, seccompiler::Error> {
-        let family = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?;
+        let family =
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?;
         Ok(vec![SeccompRule::new(vec![family])?])
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
@@ -177,7 +180,8 @@ fn network_filter() -> Result<BpfProgram, Box<dyn std::error::Error>> {
             rules.insert(X32_SYSCALL_BIT | number, Vec::new());
         }
     }
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
     Ok(filter.try_into()?)
 }
 
@@ -231,9 +235,11 @@ impl NamespaceSetup {
         let gid_map = map(nix::unistd::getegid().as_raw())?;
         let mut binds = Vec::new();
         for path in read_only {
-            let target = CString::new(path.as_os_str().as_bytes()).map_err(|e| prepare_error("a mount target", e))?;
+            let target =
+                CString::new(path.as_os_str().as_bytes()).map_err(|e| prepare_error("a mount target", e))?;
             // A remount inside a user namespace must keep the flags the mount is locked with.
-            let kept = nix::sys::statvfs::statvfs(path).map_err(|e| prepare_error("a mount target", e))?.flags();
+            let kept =
+                nix::sys::statvfs::statvfs(path).map_err(|e| prepare_error("a mount target", e))?.flags();
             let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
             for (statvfs, mount) in [
                 (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
@@ -263,10 +269,22 @@ impl NamespaceSetup {
             nix::sched::unshare(CloneFlags::CLONE_NEWNS)?;
         }
         // Private first: the binds must not propagate back to the runtime's namespace.
-        nix::mount::mount(None::<&CStr>, c"/", None::<&CStr>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&CStr>)?;
+        nix::mount::mount(
+            None::<&CStr>,
+            c"/",
+            None::<&CStr>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&CStr>,
+        )?;
         for (target, flags) in &self.binds {
             let target = target.as_c_str();
-            nix::mount::mount(Some(target), target, None::<&CStr>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&CStr>)?;
+            nix::mount::mount(
+                Some(target),
+                target,
+                None::<&CStr>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&CStr>,
+            )?;
             nix::mount::mount(None::<&CStr>, target, None::<&CStr>, *flags, None::<&CStr>)?;
         }
         Ok(())

@@ -215,7 +215,11 @@ impl Default for Sandbox {
 impl Sandbox {
     /// A sandbox with `settings` on this kernel (probes it).
     pub fn new(settings: SandboxSettings) -> Self {
-        let support = if settings.mode == SandboxMode::Off { KernelSupport::unsupported() } else { KernelSupport::probe() };
+        let support = if settings.mode == SandboxMode::Off {
+            KernelSupport::unsupported()
+        } else {
+            KernelSupport::probe()
+        };
         Self::with_support(settings, support)
     }
 
@@ -266,7 +270,11 @@ impl Sandbox {
                 Enforcement::BestEffort => "commands run unconfined (sandbox.enforcement \"best-effort\")",
                 Enforcement::Required => "commands are refused (sandbox.enforcement \"required\")",
             };
-            return Some(format!("sandbox {}: {}; {consequence}", self.settings.mode, self.unsupported_reason()));
+            return Some(format!(
+                "sandbox {}: {}; {consequence}",
+                self.settings.mode,
+                self.unsupported_reason()
+            ));
         }
         if !self.settings.git_writable && self.support.namespaces == Namespaces::Unavailable {
             return Some(format!(
@@ -284,7 +292,9 @@ impl Sandbox {
         }
         match self.support.landlock_abi {
             0 => "the kernel has no Landlock (or it is disabled)".to_owned(),
-            abi => format!("the kernel's Landlock ABI is {abi}, the sandbox needs {REQUIRED_LANDLOCK_ABI} (Linux 6.2)"),
+            abi => format!(
+                "the kernel's Landlock ABI is {abi}, the sandbox needs {REQUIRED_LANDLOCK_ABI} (Linux 6.2)"
+            ),
         }
     }
 
@@ -298,7 +308,8 @@ impl Sandbox {
             Step::Run(run) => Some(run),
             _ => None,
         });
-        let matches = |pattern: String| self.settings.exclude.iter().any(|exclude| wildcard_match(&pattern, exclude));
+        let matches =
+            |pattern: String| self.settings.exclude.iter().any(|exclude| wildcard_match(&pattern, exclude));
         let mut any = false;
         let all = runs.all(|run| {
             any = true;
@@ -390,7 +401,9 @@ where
     K: AsRef<std::ffi::OsStr> + 'a,
     V: AsRef<std::ffi::OsStr> + 'a,
 {
-    env.into_iter().find(|(key, _)| key.as_ref() == "TMPDIR").map(|(_, value)| Path::new(value.as_ref()).to_path_buf())
+    env.into_iter()
+        .find(|(key, _)| key.as_ref() == "TMPDIR")
+        .map(|(_, value)| Path::new(value.as_ref()).to_path_buf())
 }
 
 #[cfg(test)]
@@ -400,7 +413,10 @@ mod tests {
 
     fn sandbox(exclude: &[&str]) -> Sandbox {
         Sandbox::with_support(
-            SandboxSettings { exclude: exclude.iter().map(|s| (*s).to_owned()).collect(), ..Default::default() },
+            SandboxSettings {
+                exclude: exclude.iter().map(|s| (*s).to_owned()).collect(),
+                ..Default::default()
+            },
             KernelSupport { landlock_abi: 6, seccomp: true, namespaces: Namespaces::Mount },
         )
     }

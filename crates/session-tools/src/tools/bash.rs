@@ -168,7 +168,8 @@ impl BashTool {
         let description = Value::String(args.description.clone());
         // Secrets stay out of what commands (and so the model) can read.
         let env = ctx.shell_env().filter(std::env::vars_os());
-        let target = SandboxTarget { workspace: ctx.workspace().root().to_path_buf(), tmpdir: tmpdir_of(&env) };
+        let target =
+            SandboxTarget { workspace: ctx.workspace().root().to_path_buf(), tmpdir: tmpdir_of(&env) };
         let mut command = tokio::process::Command::new(&self.shell);
         command
             .arg("-c")
@@ -183,9 +184,9 @@ impl BashTool {
             .kill_on_drop(true);
         let confinement = ctx.sandbox().confine_tokio(&mut command, &target, excluded)?;
         let mut child = command.spawn().map_err(|e| match &confinement {
-            Confinement::Confined(_) => ToolError::Sandbox {
-                reason: format!("the command could not be started in the sandbox: {e}"),
-            },
+            Confinement::Confined(_) => {
+                ToolError::Sandbox { reason: format!("the command could not be started in the sandbox: {e}") }
+            }
             Confinement::Unconfined(_) => ToolError::io("spawn", self.shell.to_string_lossy(), e),
         })?;
         let pgid = child.id().and_then(|pid| i32::try_from(pid).ok()).map(Pid::from_raw);

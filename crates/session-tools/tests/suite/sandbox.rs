@@ -16,8 +16,8 @@ use serde_json::json;
 use session_core::{MessageId, SessionId, permission::Action, permission::Rule};
 use session_tools::sandbox::Namespaces;
 use session_tools::{
-    CallScope, Enforcement, KernelSupport, PermissionEngine, ProgressSink, Sandbox, SandboxMode, SandboxSettings,
-    ToolError, ToolExecutor, ToolInvocation, ToolSuccess, Workspace, builtin_registry,
+    CallScope, Enforcement, KernelSupport, PermissionEngine, ProgressSink, Sandbox, SandboxMode,
+    SandboxSettings, ToolError, ToolExecutor, ToolInvocation, ToolSuccess, Workspace, builtin_registry,
 };
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
@@ -48,7 +48,10 @@ fn make(settings: SandboxSettings, support: KernelSupport) -> Rig {
     make_with(|executor, support| executor.with_sandbox(Sandbox::with_support(settings, support)), support)
 }
 
-fn make_with(configure: impl FnOnce(ToolExecutor, KernelSupport) -> ToolExecutor, support: KernelSupport) -> Rig {
+fn make_with(
+    configure: impl FnOnce(ToolExecutor, KernelSupport) -> ToolExecutor,
+    support: KernelSupport,
+) -> Rig {
     let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(base).unwrap();
     let workspace = tempfile::tempdir_in(base).unwrap();
@@ -101,7 +104,10 @@ fn outside_writes(b: &Rig) -> Vec<(String, PathBuf)> {
         (format!("echo pwned > {}", o("shell")), b.out("shell")),
         (format!("python3 -c \"open('{}', 'w').write('pwned')\"", o("python")), b.out("python")),
         (format!("find {} -delete", o("tree")), b.out("tree/sub/file")),
-        (format!("ln -s {} link && echo pwned > link/through-symlink", b.outside.display()), b.out("through-symlink")),
+        (
+            format!("ln -s {} link && echo pwned > link/through-symlink", b.outside.display()),
+            b.out("through-symlink"),
+        ),
         (format!("ln {} hard; echo pwned >> hard", o("linked")), b.out("linked")),
     ]
 }
@@ -112,7 +118,10 @@ async fn workspace_write_refuses_writes_outside_and_names_them() {
     let b = make(settings(SandboxMode::WorkspaceWrite), kernel());
     for (command, path) in outside_writes(&b) {
         let output = b.bash(&command).await;
-        assert!(output.contains("(Sandbox: this command ran in the workspace-write sandbox"), "{command}: {output}");
+        assert!(
+            output.contains("(Sandbox: this command ran in the workspace-write sandbox"),
+            "{command}: {output}"
+        );
         assert!(output.contains("Refused: write to "), "{command}: {output}");
         match std::fs::read_to_string(&path) {
             Ok(text) => assert_eq!(text, "keep", "{command} changed {}", path.display()),
@@ -180,7 +189,8 @@ async fn workspace_write_refuses_tcp_and_udp_and_says_so() {
     let mut buffer = [0u8; 16];
     assert_eq!(udp.recv(&mut buffer).unwrap_err().kind(), ErrorKind::WouldBlock);
     // Unix sockets stay allowed.
-    let output = b.bash("python3 -c \"import socket; socket.socketpair(socket.AF_UNIX); print('unix ok')\"").await;
+    let output =
+        b.bash("python3 -c \"import socket; socket.socketpair(socket.AF_UNIX); print('unix ok')\"").await;
     assert_eq!(output.trim(), "unix ok");
 }
 
@@ -267,7 +277,8 @@ async fn the_plan_agent_runs_read_only() {
 #[tokio::test]
 async fn required_on_a_kernel_without_landlock_refuses_to_run() {
     let unsupported = KernelSupport { landlock_abi: 0, seccomp: true, namespaces: Namespaces::Unavailable };
-    let required = SandboxSettings { enforcement: Enforcement::Required, ..settings(SandboxMode::WorkspaceWrite) };
+    let required =
+        SandboxSettings { enforcement: Enforcement::Required, ..settings(SandboxMode::WorkspaceWrite) };
     let b = make(required, unsupported);
     let error = b.bash_as("build", "touch ran").await.unwrap_err().to_string();
     assert!(error.contains("no Landlock") && error.contains("\"required\""), "{error}");
@@ -280,7 +291,8 @@ async fn required_on_a_kernel_without_landlock_refuses_to_run() {
 
 #[tokio::test]
 async fn excluded_commands_run_outside_the_sandbox_only_alone() {
-    let settings = SandboxSettings { exclude: vec!["touch *".into()], ..settings(SandboxMode::WorkspaceWrite) };
+    let settings =
+        SandboxSettings { exclude: vec!["touch *".into()], ..settings(SandboxMode::WorkspaceWrite) };
     let b = make(settings, kernel());
     b.bash(&format!("touch {}", b.out("excluded").display())).await;
     assert!(b.out("excluded").exists());

@@ -54,7 +54,11 @@ const SUBCOMMAND_TOOLS: [&str; 24] = [
 
 /// Asks everything `command` needs before it may run in `workdir`; returns its analysis
 /// when all is allowed.
-pub(super) async fn authorize(ctx: &ToolContext, command: &str, workdir: &Path) -> Result<Analysis, ToolError> {
+pub(super) async fn authorize(
+    ctx: &ToolContext,
+    command: &str,
+    workdir: &Path,
+) -> Result<Analysis, ToolError> {
     let owned = command.to_owned();
     // Parsing a long command is CPU work: keep it off the async threads.
     let analysis = blocking(move || Ok(shell::analyse(&owned))).await?;
