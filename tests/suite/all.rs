@@ -10,6 +10,7 @@ mod long;
 mod mcp;
 mod replay;
 mod run;
+mod sandbox;
 mod security;
 mod serve_sdk;
 mod task;

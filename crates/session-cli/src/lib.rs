@@ -18,6 +18,7 @@ pub mod mcp;
 mod render;
 mod replay;
 mod run;
+pub mod sandbox;
 pub mod serve;
 pub mod sessions;
 mod status_line;

@@ -108,6 +108,12 @@ enum Command {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// The command sandbox (Landlock and seccomp): `check` prints what the kernel supports
+    /// and what the current config would do.
+    Sandbox {
+        #[command(subcommand)]
+        action: session_cli::sandbox::SandboxAction,
+    },
     /// Lists the models of the catalog.
     Models {
         /// Only this provider's models.
@@ -525,6 +531,13 @@ fn run(command: Command) -> Result<ExitCode> {
                     runtime.block_on(session_cli::mcp::call(&setup, &server, &tool, &json, stdout.lock()))?
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sandbox { action: session_cli::sandbox::SandboxAction::Check } => {
+            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let home = env.get("HOME").map(PathBuf::from);
+            let cwd = std::env::current_dir().context("cannot read the working directory")?;
+            session_cli::sandbox::check(&cwd, &env, home.as_deref(), &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { provider } => {

@@ -143,6 +143,9 @@ pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> 
     for warning in &assembled.warnings {
         eprintln!("session: warning: {warning}");
     }
+    if let Some(warning) = &assembled.sandbox_warning {
+        eprintln!("session: warning: {warning}");
+    }
     Ok(assembled)
 }
 

@@ -34,8 +34,8 @@ pub use compose::{
 pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
     CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, McpKind, McpServerConfig, ModelConfig,
-    ModelCostConfig,
-    ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
+    ModelCostConfig, ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, SandboxConfig,
+    ServerConfig, ShellEnvConfig,
     SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason,
     api_for_package, combine, discover, discover_from, discover_in, load, mcp_servers, merge, parse_layer,
     restrict_untrusted, substitute, user_config_dir,

@@ -1,5 +1,7 @@
 //! `grep` and `glob` over a generated tree of 50,000 files (made in a temp dir at bench time),
-//! beside `rg` when it is installed, and the call tracker's cost per call.
+//! beside `rg` when it is installed, the call tracker's cost per call, and what the command
+//! sandbox adds to one `bash` call (`true` with the sandbox off, in `workspace-write`, and in
+//! `workspace-write` with a read-only `.git` bind).
 //!
 //! Both searches are chosen to match fewer than 100 results, so every run walks the whole
 //! tree (neither side stops early). The `rg` side is skipped, with a note, when `rg` is not
@@ -17,8 +19,9 @@ use criterion::{Criterion, Throughput};
 use serde_json::{Value, json};
 use session_core::{JsonObject, MessageId, SessionId, permission::Action, permission::Rule};
 use session_tools::{
-    CallScope, CallTracker, PermissionEngine, ProgressSink, ReplyLater, Tool, ToolContext, ToolError,
-    ToolExecutor, ToolInvocation, ToolSuccess, ToolUpdate, Workspace, builtin_registry,
+    CallScope, CallTracker, PermissionEngine, ProgressSink, ReplyLater, Sandbox, SandboxMode,
+    SandboxSettings, Tool, ToolContext, ToolError, ToolExecutor, ToolInvocation, ToolSuccess, ToolUpdate,
+    Workspace, builtin_registry,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -211,6 +214,30 @@ fn tracker(c: &mut Criterion, root: &Path, rt: &tokio::runtime::Runtime) {
     group.finish();
 }
 
+fn sandbox(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let with_git = root.join("with-git");
+    std::fs::create_dir_all(with_git.join(".git")).unwrap();
+    let engine = || Arc::new(PermissionEngine::new(Arc::new(ReplyLater)));
+    let executor = |root: &Path, mode: SandboxMode| {
+        let settings = SandboxSettings { mode, ..SandboxSettings::default() };
+        ToolExecutor::new(builtin_registry().unwrap(), Workspace::new(root).unwrap(), engine())
+            .with_sandbox(Sandbox::new(settings))
+    };
+    let off = executor(&root, SandboxMode::Off);
+    let confined = executor(&root, SandboxMode::WorkspaceWrite);
+    let git = executor(&with_git, SandboxMode::WorkspaceWrite);
+    let bash = call("bash", json!({"command": "true", "description": "Nothing"}));
+    assert_eq!(run_tool(rt, &confined, &bash).metadata["sandbox"], json!("workspace-write"));
+    let mut group = c.benchmark_group("bash_sandbox");
+    group.sample_size(30).measurement_time(Duration::from_secs(8));
+    group.bench_function("true_off", |b| b.iter(|| run_tool(rt, &off, &bash)));
+    group.bench_function("true_workspace_write", |b| b.iter(|| run_tool(rt, &confined, &bash)));
+    group.bench_function("true_workspace_write_git_bind", |b| b.iter(|| run_tool(rt, &git, &bash)));
+    group.finish();
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
@@ -219,6 +246,7 @@ fn main() {
     println!("generated {FILES} files in {:?}", started.elapsed());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let mut c = Criterion::default().configure_from_args();
+    sandbox(&mut c, &rt);
     search(&mut c, &root, &rt);
     tracker(&mut c, &root, &rt);
     c.final_summary();

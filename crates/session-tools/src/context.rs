@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
 use crate::permission::PermissionEngine;
+use crate::sandbox::Sandbox;
 use crate::shell_env::ShellEnvPolicy;
 use crate::todo::TodoStore;
 use crate::workspace::{ResolvedPath, Workspace};
@@ -73,6 +74,7 @@ pub struct ToolContext {
     ruleset: Arc<Ruleset>,
     todos: Arc<dyn TodoStore>,
     shell_env: Arc<ShellEnvPolicy>,
+    sandbox: Sandbox,
 }
 
 impl fmt::Debug for ToolContext {
@@ -111,6 +113,8 @@ pub struct ContextParts {
     pub todos: Arc<dyn TodoStore>,
     /// Which environment variables commands inherit.
     pub shell_env: Arc<ShellEnvPolicy>,
+    /// How the commands the tools start are confined (this agent's).
+    pub sandbox: Sandbox,
 }
 
 impl ToolContext {
@@ -128,6 +132,7 @@ impl ToolContext {
             ruleset,
             todos,
             shell_env,
+            sandbox,
         } = parts;
         Self {
             session_id,
@@ -141,12 +146,18 @@ impl ToolContext {
             ruleset,
             todos,
             shell_env,
+            sandbox,
         }
     }
 
     /// Which environment variables commands inherit.
     pub fn shell_env(&self) -> &ShellEnvPolicy {
         &self.shell_env
+    }
+
+    /// How the commands the tools start are confined.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
     /// The calling session.

@@ -62,6 +62,12 @@ pub enum ToolError {
         /// Why it was refused.
         reason: String,
     },
+    /// The sandbox refused to run a command, or could not be prepared.
+    #[error("Sandbox: {reason}")]
+    Sandbox {
+        /// What the sandbox could not do, and what follows.
+        reason: String,
+    },
     /// `edit` found no occurrence of `oldString`.
     #[error(
         "Could not find oldString in the file. It must match exactly, including whitespace, indentation, and line endings."
@@ -126,6 +132,7 @@ impl ToolError {
             | Self::IsDirectory { .. }
             | Self::BinaryFile { .. }
             | Self::InvalidPath { .. }
+            | Self::Sandbox { .. }
             | Self::EditNotFound
             | Self::EditNotUnique { .. }
             | Self::EditNoChange

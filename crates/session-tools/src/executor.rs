@@ -11,6 +11,8 @@ use crate::context::{ContextParts, ProgressSink, ToolContext};
 use crate::error::ToolError;
 use crate::permission::PermissionEngine;
 use crate::registry::{ToolDefinition, ToolRegistry};
+use crate::registry::ToolRegistry;
+use crate::sandbox::{Sandbox, SandboxMode};
 use crate::shell_env::ShellEnvPolicy;
 use crate::source::{ToolSource, source_registry};
 use crate::todo::{MemoryTodos, TodoStore};
@@ -71,6 +73,9 @@ pub struct ToolExecutor {
     sources: Vec<Arc<dyn ToolSource>>,
     // The sources' tools as of the last `refresh_sources` (swapped whole, read per call).
     sourced: RwLock<Arc<ToolRegistry>>,
+    sandbox: Sandbox,
+    /// Agents whose commands run at least this strictly, with their sandbox built.
+    agent_sandboxes: Vec<(String, SandboxMode, Sandbox)>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -96,6 +101,8 @@ impl ToolExecutor {
             shell_env: Arc::new(ShellEnvPolicy::default()),
             sources: Vec::new(),
             sourced: RwLock::new(Arc::new(ToolRegistry::new())),
+            sandbox: Sandbox::off(),
+            agent_sandboxes: Vec::new(),
         }
     }
 
@@ -168,6 +175,34 @@ impl ToolExecutor {
         self
     }
 
+    /// Sets the sandbox of the commands the tools start (config `sandbox`).
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        for (_, mode, built) in &mut self.agent_sandboxes {
+            *built = sandbox.at_least(*mode);
+        }
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Runs `agent`'s commands at least as strictly as `mode` (the plan agent: read-only).
+    pub fn with_agent_sandbox(mut self, agent: impl Into<String>, mode: SandboxMode) -> Self {
+        let built = self.sandbox.at_least(mode);
+        self.agent_sandboxes.push((agent.into(), mode, built));
+        self
+    }
+
+    /// The sandbox of the executor's commands (before per-agent modes).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    fn sandbox_for(&self, agent: &str) -> Sandbox {
+        self.agent_sandboxes
+            .iter()
+            .find(|(name, _, _)| name == agent)
+            .map_or_else(|| self.sandbox.clone(), |(_, _, built)| built.clone())
+    }
+
     /// Sets `experimental.continue_loop_on_deny` (see [`ToolError::blocks_loop`]).
     pub fn with_continue_loop_on_deny(mut self, continue_loop_on_deny: bool) -> Self {
         self.continue_loop_on_deny = continue_loop_on_deny;
@@ -230,6 +265,7 @@ impl ToolExecutor {
             ruleset: scope.ruleset.clone(),
             todos: self.todos.clone(),
             shell_env: self.shell_env.clone(),
+            sandbox: self.sandbox_for(&scope.agent),
         });
         let execution = tool.execute(call.input.clone(), &ctx);
         tokio::pin!(execution);

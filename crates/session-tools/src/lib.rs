@@ -21,10 +21,10 @@
 //! model request; and it reads no environment variables (the `bash` child inherits the
 //! environment of the process, which is intended).
 //!
-//! **`bash` is not sandboxed.** It runs commands with the user's rights; permissions alone
-//! govern it, with one `bash` pattern per command that [`shell::analyse`] finds would run
-//! (and `external_directory`/`edit` asks for the files it names and writes). The
-//! confinement applies to the file tools alone.
+//! `bash` is governed by permissions, with one `bash` pattern per command that
+//! [`shell::analyse`] finds would run (and `external_directory`/`edit` asks for the files it
+//! names and writes), and its commands run in the [`sandbox`] (Landlock and seccomp on Linux)
+//! that the runtime configures: patterns see text, the sandbox confines the process.
 
 mod context;
 mod error;
@@ -32,6 +32,7 @@ mod executor;
 mod image;
 mod permission;
 mod registry;
+pub mod sandbox;
 pub mod shell;
 mod shell_env;
 mod source;
@@ -47,6 +48,7 @@ pub use executor::{ABORT_GRACE, CallScope, ToolExecutor, ToolInvocation};
 pub use image::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE, RESIZED_SIDE, fit_images, omitted_suffix};
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
+pub use sandbox::{Enforcement, KernelSupport, Sandbox, SandboxMode, SandboxSettings};
 pub use shell_env::{DEFAULT_EXCLUDES, ShellEnvPolicy};
 pub use source::ToolSource;
 pub use todo::{MemoryTodos, Todo, TodoStore};

@@ -64,6 +64,8 @@ pub struct Assembled {
     /// The configured MCP servers (a tool source of the runtime); end them with
     /// [`McpManager::shutdown`] before the process exits.
     pub mcp: Arc<McpManager>,
+    /// The one warning about a sandbox this kernel cannot enforce as configured.
+    pub sandbox_warning: Option<String>,
 }
 
 impl std::fmt::Debug for Assembled {
@@ -170,9 +172,14 @@ pub async fn assemble(
     registry.register(task.clone())?;
     // MCP servers start when the first model request needs tools, not here.
     let mcp = Arc::new(McpManager::new(mcp_servers(&config.mcp, &setup.cwd)?));
+    let sandbox = session_tools::Sandbox::new(config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
+    let sandbox_warning = sandbox.warning();
     let mut executor = ToolExecutor::new(registry, workspace, permissions.clone())
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
-        .with_shell_env(config.shell_env.policy());
+        .with_shell_env(config.shell_env.policy())
+        .with_sandbox(sandbox)
+        // The plan agent studies the project: its commands may not change it.
+        .with_agent_sandbox("plan", session_tools::SandboxMode::ReadOnly);
     if !mcp.is_empty() {
         executor = executor.with_source(mcp.clone());
     }
@@ -224,5 +231,6 @@ pub async fn assemble(
         server: config.server.clone(),
         warnings: loaded.warnings,
         mcp,
+        sandbox_warning,
     })
 }

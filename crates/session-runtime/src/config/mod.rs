@@ -37,6 +37,7 @@ mod markdown;
 mod mcp;
 mod merge;
 mod package;
+mod sandbox;
 mod substitute;
 mod trust;
 mod types;
@@ -51,6 +52,7 @@ pub use mcp::{McpKind, McpServerConfig, mcp_servers};
 pub use merge::merge;
 pub use package::api_for_package;
 pub(crate) use substitute::read_regular_file;
+pub use sandbox::SandboxConfig;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{

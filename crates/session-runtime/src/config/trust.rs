@@ -107,8 +107,8 @@ fn canonical(folder: &Path) -> PathBuf {
 /// headers, packages and key variables (`provider.*` except `name`, `models.*.{name, limit,
 /// cost, attachment, reasoning, temperature, tool_call}` and the timeouts and retry policy),
 /// every `allow` rule (and agents' `tools` switched on), `instructions` (which could name
-/// files outside the project), `database`, `mcp`, `shell_env` and `server` (its `cors` would let a
-/// web page of the author's drive the server).
+/// files outside the project), `database`, `mcp`, `shell_env`, `server` (its `cors` would let a
+/// web page of the author's drive the server) and whatever would loosen `sandbox`.
 pub fn restrict_untrusted(value: &mut Value) -> Vec<String> {
     let mut removed = Vec::new();
     let Value::Object(root) = value else { return removed };
@@ -142,6 +142,7 @@ pub fn restrict_untrusted(value: &mut Value) -> Vec<String> {
             }
         }
     }
+    removed.extend(super::sandbox::restrict_untrusted_sandbox(root));
     if let Some(permission) = root.get_mut("permission") {
         drop_allows(permission, "permission", &mut removed);
     }

@@ -79,6 +79,9 @@ pub struct Config {
     /// MCP servers by name (see [`super::mcp::mcp_servers`]).
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub mcp: IndexMap<String, super::mcp::McpServerConfig>,
+    /// Ours: how the commands the runtime starts are confined.
+    #[serde(skip_serializing_if = "is_default")]
+    pub sandbox: super::sandbox::SandboxConfig,
 }
 
 impl Config {

@@ -2,10 +2,11 @@
 //! kills the whole group (SIGTERM, then SIGKILL), output capped with a notice, and the exit
 //! code and the output so far in the metadata.
 //!
-//! Not a sandbox: the command runs with the user's rights and environment, and can touch
-//! anything the user can. It is governed by the `bash` permission, with one pattern per
-//! command the [`shell`](crate::shell) analysis finds, and by `external_directory` and
-//! `edit` for the paths it names and the files its redirections write (see `asks.rs`).
+//! It is governed by the `bash` permission, with one pattern per command the
+//! [`shell`](crate::shell) analysis finds, and by `external_directory` and `edit` for the
+//! paths it names and the files its redirections write (see `asks.rs`). The command runs in
+//! the context's [`sandbox`](crate::sandbox) (unless a `sandbox.exclude` pattern matches every
+//! command of the line); when its output shows a denial, a note says what the sandbox allows.
 
 mod asks;
 
@@ -26,6 +27,7 @@ use tokio::time::Instant;
 use super::{cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
+use crate::sandbox::{Confinement, SandboxTarget, denial_note, tmpdir_of};
 use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "bash";
@@ -46,7 +48,8 @@ const MAX_KEPT_BYTES: usize = MAX_OUTPUT_CHARS * 4;
 
 const DESCRIPTION: &str = "Executes a shell command in the workspace (or in workdir) and returns its combined \
 stdout and stderr, with an optional timeout in milliseconds (default 120000, at most 600000). Output longer \
-than 30000 characters is truncated. Commands run with the user's rights: this tool is not sandboxed. Prefer \
+than 30000 characters is truncated. Commands may run in a sandbox that limits where they can write and \
+whether they can use the network; a refusal by the sandbox is explained after the output. Prefer \
 the read, list, glob, grep, edit and write tools over cat, ls, find, grep, sed and echo.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -66,7 +69,7 @@ pub(crate) struct BashArgs {
     description: String,
 }
 
-/// The `bash` tool. Not a sandbox (see the module docs).
+/// The `bash` tool (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BashTool {
     shell: PathBuf,
@@ -147,8 +150,9 @@ impl TypedTool for BashTool {
     async fn run(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let workdir =
             ctx.resolve_path(args.workdir.as_deref().unwrap_or(""), PathKind::Directory).await?.path;
-        asks::authorize(ctx, &args.command, &workdir).await?;
-        self.run(&args, &workdir, ctx).await
+        let analysis = asks::authorize(ctx, &args.command, &workdir).await?;
+        let excluded = ctx.sandbox().excludes(&analysis);
+        self.run(&args, &workdir, excluded, ctx).await
     }
 }
 
@@ -157,24 +161,34 @@ impl BashTool {
         &self,
         args: &BashArgs,
         workdir: &Path,
+        excluded: bool,
         ctx: &ToolContext,
     ) -> Result<ToolSuccess, ToolError> {
         let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
         let description = Value::String(args.description.clone());
-        let mut child = tokio::process::Command::new(&self.shell)
+        // Secrets stay out of what commands (and so the model) can read.
+        let env = ctx.shell_env().filter(std::env::vars_os());
+        let target =
+            SandboxTarget { workspace: ctx.workspace().root().to_path_buf(), tmpdir: tmpdir_of(&env) };
+        let mut command = tokio::process::Command::new(&self.shell);
+        command
             .arg("-c")
             .arg(&args.command)
             .current_dir(workdir)
-            // Secrets stay out of what commands (and so the model) can read.
             .env_clear()
-            .envs(ctx.shell_env().filter(std::env::vars_os()))
+            .envs(env)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| ToolError::io("spawn", self.shell.to_string_lossy(), e))?;
+            .kill_on_drop(true);
+        let confinement = ctx.sandbox().confine_tokio(&mut command, &target, excluded)?;
+        let mut child = command.spawn().map_err(|e| match &confinement {
+            Confinement::Confined(_) => {
+                ToolError::Sandbox { reason: format!("the command could not be started in the sandbox: {e}") }
+            }
+            Confinement::Unconfined(_) => ToolError::io("spawn", self.shell.to_string_lossy(), e),
+        })?;
         let pgid = child.id().and_then(|pid| i32::try_from(pid).ok()).map(Pid::from_raw);
         let (sender, mut chunks) = mpsc::channel::<Vec<u8>>(64);
         let mut pumps = Vec::new();
@@ -279,6 +293,11 @@ impl BashTool {
         if aborted {
             output.push_str("\n\n(Command was aborted)");
         }
+        if let Confinement::Confined(confined) = &confinement
+            && let Some(note) = denial_note(&output, confined)
+        {
+            output.push_str(&note);
+        }
         let exit = status.and_then(|s| s.code()).map_or(Value::Null, Value::from);
         let mut metadata = object([
             ("output", Value::String(output.clone())),
@@ -286,6 +305,11 @@ impl BashTool {
             ("description", description),
             ("truncated", Value::Bool(truncated)),
         ]);
+        let sandbox = match &confinement {
+            Confinement::Confined(confined) => confined.mode.as_str(),
+            Confinement::Unconfined(_) => "off",
+        };
+        metadata.insert("sandbox".into(), Value::String(sandbox.to_owned()));
         if timed_out {
             metadata.insert("timedOut".into(), Value::Bool(true));
         }

@@ -5,6 +5,7 @@ mod doomloop;
 mod executor;
 mod files;
 mod permission;
+mod sandbox;
 mod search;
 mod security;
 mod shell;

@@ -52,9 +52,13 @@ const SUBCOMMAND_TOOLS: [&str; 24] = [
     "helm",
 ];
 
-/// Asks everything `command` needs before it may run in `workdir`; returns when all is
-/// allowed.
-pub(super) async fn authorize(ctx: &ToolContext, command: &str, workdir: &Path) -> Result<(), ToolError> {
+/// Asks everything `command` needs before it may run in `workdir`; returns its analysis
+/// when all is allowed.
+pub(super) async fn authorize(
+    ctx: &ToolContext,
+    command: &str,
+    workdir: &Path,
+) -> Result<Analysis, ToolError> {
     let owned = command.to_owned();
     // Parsing a long command is CPU work: keep it off the async threads.
     let analysis = blocking(move || Ok(shell::analyse(&owned))).await?;
@@ -89,7 +93,8 @@ pub(super) async fn authorize(ctx: &ToolContext, command: &str, workdir: &Path) 
     for request in files.into_iter().chain(edits) {
         ctx.ask(request).await?;
     }
-    if unanalysable.is_empty() { ctx.ask(bash).await } else { ctx.ask_anyway(bash).await }
+    if unanalysable.is_empty() { ctx.ask(bash).await } else { ctx.ask_anyway(bash).await }?;
+    Ok(analysis)
 }
 
 /// One `bash` pattern per command that runs and per environment change, and the spellings
