@@ -684,8 +684,9 @@ mod tests {
     }
 
     /// `cargo xtask release 9.9.9 --profile dev --no-verify` as a dry run in a fresh clone of
-    /// this repository with its working tree, sharing this build's target directory so that dependencies are
-    /// already compiled. Bounded on purpose: the release profile would compile every
+    /// this repository with its working tree, building in a target directory of its own beside
+    /// this build's (kept between runs, so dependencies compile once): sharing this build's would
+    /// replace the developer's `target/debug/session` with the clone's 9.9.9 build. Bounded on purpose: the release profile would compile every
     /// dependency again, and verifying six packages builds six dependency graphs of their own
     /// (each package is its own workspace, with its own features and profile), about an hour
     /// on a cold 2-core machine. Without verification `cargo package` still resolves each
@@ -698,11 +699,14 @@ mod tests {
             return;
         }
         let started = Instant::now();
-        let target_dir = own_target_dir();
-        // A fixed place, so a later run overwrites this one's artifacts instead of adding more.
-        let clone = target_dir.join("xtask-release-test");
+        let own = own_target_dir();
+        // Fixed places, so a later run overwrites this one's artifacts instead of adding more.
+        let clone = own.join("xtask-release-test");
+        let target_dir = own.join("xtask-release-target");
         let _ = std::fs::remove_dir_all(&clone);
         clone_working_tree(root, &clone);
+        let developer_binary = own.join("debug").join(format!("{BINARY}{}", std::env::consts::EXE_SUFFIX));
+        let developer_before = std::fs::read(&developer_binary).ok();
         let options = ReleaseOptions {
             version: "9.9.9".into(),
             execute: false,
@@ -756,6 +760,13 @@ mod tests {
         let status =
             Command::new("git").args(["status", "--porcelain"]).current_dir(&clone).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+        // The developer's own build is untouched: its binary is byte for byte what it was.
+        assert!(report.archive.starts_with(&clone));
+        assert!(
+            std::fs::read(&developer_binary).ok() == developer_before,
+            "the dry run replaced {}",
+            developer_binary.display()
+        );
         eprintln!("release dry run in a clone: {:.1?}", started.elapsed());
         let _ = std::fs::remove_dir_all(&clone);
     }

@@ -13,6 +13,7 @@
 //! catalog (`session-llm`), storage (`session-store`) or the tools (`session-tools`); and only
 //! `main` reads the process environment: these functions take it as arguments.
 
+pub mod color;
 mod demo;
 mod render;
 mod replay;
@@ -24,6 +25,7 @@ pub mod terminal;
 pub mod token;
 pub mod trust;
 
+pub use color::ColorChoice;
 pub use demo::{DemoSummary, run_demo};
 pub use render::{OutputFormat, Renderer};
 pub use replay::{ReplayError, ReplayModel, ReplayOutput, replay};

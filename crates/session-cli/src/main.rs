@@ -18,6 +18,9 @@ struct Cli {
     /// Append the diagnostics to this file instead of stderr (never stdout).
     #[arg(long, global = true, value_name = "PATH")]
     log_file: Option<PathBuf>,
+    /// Colour the diagnostics: auto (a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = session_cli::ColorChoice::Auto)]
+    color: session_cli::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,6 +59,15 @@ enum Command {
         /// Continue this session.
         #[arg(long)]
         session: Option<String>,
+        /// Continue the latest session of this folder.
+        #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+        continue_latest: bool,
+        /// Continue a copy of the session (--session or --continue), leaving it as it was.
+        #[arg(long)]
+        fork: bool,
+        /// The session's title (else one is generated from the first prompt).
+        #[arg(long)]
+        title: Option<String>,
         /// Send the model's provider requests to this base URL (a local server, a proxy).
         #[arg(long)]
         base_url: Option<String>,
@@ -283,7 +295,9 @@ fn main() -> ExitCode {
         }
         None => tracing_subscriber::fmt()
             .with_max_level(level)
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_ansi(
+                cli.color.enabled(std::env::var("NO_COLOR").ok().as_deref(), std::io::stderr().is_terminal()),
+            )
             .with_writer(std::io::stderr)
             .init(),
     }
@@ -326,7 +340,20 @@ fn async_runtime() -> Result<tokio::runtime::Runtime> {
 
 fn run(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Run { prompt, model, agent, session, base_url, db, format, yes, deny } => {
+        Command::Run {
+            prompt,
+            model,
+            agent,
+            session,
+            continue_latest,
+            fork,
+            title,
+            base_url,
+            db,
+            format,
+            yes,
+            deny,
+        } => {
             use std::io::{IsTerminal as _, Read as _};
             let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
             let prompt = match prompt {
@@ -357,6 +384,9 @@ fn run(command: Command) -> Result<ExitCode> {
                 model,
                 agent,
                 session,
+                continue_latest,
+                fork,
+                title,
                 base_url,
                 db,
                 format: match format {
@@ -533,7 +563,11 @@ fn run(command: Command) -> Result<ExitCode> {
             );
             let mut stdout = std::io::stdout().lock();
             match format {
-                Format::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&output.to_json())?)?,
+                Format::Json => {
+                    for event in output.to_events() {
+                        writeln!(stdout, "{}", serde_json::to_string(&event)?)?;
+                    }
+                }
                 Format::Text => write!(stdout, "{}", session_cli::terminal::clean(&output.render_text()))?,
             }
             if let Some(error) = &output.error {

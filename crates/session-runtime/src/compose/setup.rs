@@ -122,11 +122,21 @@ pub async fn assemble(
     let base_url = setup.base_url.clone().map(|url| (model.provider_id.clone(), url));
     let models = ConfiguredModels::new(Catalog::embedded()?, config.clone(), setup.env.clone(), base_url)?;
     let provider = models.resolve_provider(&model.provider_id)?;
-    if provider.api_key.is_none() && !provider.is_local() {
-        return Err(ComposeError::NoApiKey { provider: provider.id, vars: provider.key_vars.join(" or ") });
-    }
+    // What the user named comes first: a key does not help a model that does not exist.
     if models.resolve_model(&model.provider_id, &model.model_id).is_none() {
         return Err(ComposeError::UnknownModel { reference, provider: model.provider_id.clone() });
+    }
+    if provider.api_key.is_none() && !provider.is_local() {
+        let vars = provider.key_vars.join(" or ");
+        let configured_empty = config
+            .provider
+            .get(&provider.id)
+            .and_then(|p| p.options.api_key.as_deref())
+            .is_some_and(|key| key.trim().is_empty());
+        return Err(match configured_empty {
+            true => ComposeError::EmptyApiKey { provider: provider.id, vars },
+            false => ComposeError::NoApiKey { provider: provider.id, vars },
+        });
     }
 
     std::fs::create_dir_all(&setup.data_dir)
