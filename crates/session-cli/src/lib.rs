@@ -15,6 +15,7 @@
 
 pub mod color;
 mod demo;
+pub mod models;
 mod render;
 mod replay;
 mod run;

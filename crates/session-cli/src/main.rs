@@ -107,7 +107,8 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
-    /// Lists the models of the catalog.
+    /// Lists the models `session run` can use: the catalog with your config laid over it, the
+    /// local servers' presets, and (marked) the providers `run` cannot call.
     Models {
         /// Only this provider's models.
         #[arg(long)]
@@ -502,31 +503,19 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { provider } => {
-            let catalog = session_llm::Catalog::embedded()?;
-            let mut stdout = std::io::stdout().lock();
-            let mut found = false;
-            for entry in
-                catalog.providers().filter(|p| provider.as_deref().is_none_or(|wanted| p.id == wanted))
-            {
-                for model in entry.models.values() {
-                    found = true;
-                    writeln!(
-                        stdout,
-                        "{}/{}\tcontext {}\toutput {}\t${}/${} per 1M tokens",
-                        entry.id,
-                        model.id,
-                        model.limit.context,
-                        model.limit.output,
-                        model.cost.input.normalize(),
-                        model.cost.output.normalize()
-                    )?;
-                }
-            }
-            if !found && let Some(provider) = provider {
-                anyhow::bail!(
-                    "no models listed for provider {provider:?}; `session models` lists every provider"
-                );
-            }
+            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let home = env.get("HOME").map(PathBuf::from);
+            let setup = session_cli::RuntimeSetup {
+                cwd: std::env::current_dir().context("cannot read the working directory")?,
+                data_dir: data_dir(&env, home.as_deref())?,
+                home,
+                env,
+                model: None,
+                base_url: None,
+                db: None,
+                store_options: session_store::StoreOptions::default(),
+            };
+            session_cli::models::list(&setup, provider.as_deref(), &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo { format, keep } => {

@@ -28,7 +28,7 @@ mod engine;
 
 pub use compose::{
     Assembled, ComposeError, ConfiguredModels, ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels,
-    assemble, configured_agents, open_store, project_root, user_dir,
+    assemble, configured_agents, load_config, open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,

@@ -16,7 +16,7 @@ use super::ComposeError;
 use super::agents::configured_agents;
 use super::models::ConfiguredModels;
 use crate::config::{
-    ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, user_config_dir,
+    ConfigWarning, FsResolver, LoadedConfig, ServerConfig, TrustList, discover_from, load, user_config_dir,
 };
 use crate::engine::{GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
 
@@ -97,12 +97,10 @@ pub fn project_root(cwd: &Path) -> PathBuf {
     crate::config::trust_root(cwd)
 }
 
-/// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
-/// permission asks, snapshots and agents.
-pub async fn assemble(
-    setup: &RuntimeSetup,
-    asker: Arc<dyn PermissionAsker>,
-) -> Result<Assembled, ComposeError> {
+/// Loads the configuration a runtime of `setup` reads: the user, project and `SESSION_CONFIG`
+/// layers, the project's applied in full only when trusted. `session models` and
+/// `session run` read the same layers through this.
+pub fn load_config(setup: &RuntimeSetup) -> Result<LoadedConfig, ComposeError> {
     // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
     let user_dir = user_dir(&setup.env, setup.home.as_deref());
     let mut sources = discover_from(
@@ -115,7 +113,16 @@ pub async fn assemble(
     let trust = user_dir.as_deref().map(TrustList::load).unwrap_or_default();
     sources.trusted = trust.trusted;
     let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
-    let loaded = load(&sources, &resolver)?;
+    Ok(load(&sources, &resolver)?)
+}
+
+/// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
+/// permission asks, snapshots and agents.
+pub async fn assemble(
+    setup: &RuntimeSetup,
+    asker: Arc<dyn PermissionAsker>,
+) -> Result<Assembled, ComposeError> {
+    let loaded = load_config(setup)?;
     let config = loaded.config;
     let reference = setup.model.clone().or_else(|| config.model.clone()).ok_or(ComposeError::NoModel)?;
     let model = parse_model_ref(&reference).ok_or_else(|| ComposeError::BadModelRef(reference.clone()))?;
