@@ -384,3 +384,73 @@ async fn run_continue_fork_and_title() {
     assert!(text(&none.stderr).contains("--continue: no session"), "{}", text(&none.stderr));
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opencode_json_project_runs_and_config_check_shows_its_keys() {
+    let server =
+        TestServer::start(Script::from_json(r#"{"turns": [{"text": "From opencode.json."}]}"#).unwrap())
+            .await
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    // An OpenCode user's project: opencode.json, no session.json.
+    mock_project(&project, &server.base_url(Api::OpenAiChat), 32_000, 4_000).unwrap();
+    let config = std::fs::read_to_string(project.join("session.json")).unwrap();
+    std::fs::remove_file(project.join("session.json")).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&config).unwrap();
+    value["model"] = json!("mock/m");
+    value["no_such_key"] = json!(true);
+    std::fs::write(project.join("opencode.json"), value.to_string()).unwrap();
+    let run = output(session(dir.path(), &["run", "hi"], &[])).await;
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(text(&run.stdout).contains("From opencode.json."));
+
+    let check = output(session(dir.path(), &["config", "check"], &[])).await;
+    let stdout = text(&check.stdout);
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    let file = project.join("opencode.json").display().to_string();
+    assert!(stdout.contains(&format!("  {file} (project, trusted)")), "{stdout}");
+    assert!(stdout.contains(&format!("  model\t{file}")), "{stdout}");
+    assert!(stdout.contains(&format!("  provider.mock\t{file}")), "{stdout}");
+    assert!(stdout.contains("unknown key no_such_key"), "every warning: {stdout}");
+
+    // An error fails the check, naming the file and the key.
+    std::fs::write(project.join("opencode.json"), r#"{"model": 3}"#).unwrap();
+    let bad = output(session(dir.path(), &["config", "check"], &[])).await;
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(text(&bad.stderr).contains("opencode.json: model: expected a string"), "{}", text(&bad.stderr));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_sum_sessions_tokens_and_cost_per_model_and_day() {
+    let server = TestServer::start(
+        Script::from_json(
+            r#"{"turns": [
+                {"text": "One.", "usage": {"prompt_tokens": 100, "completion_tokens": 10}}
+            ]}"#,
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    project_with(dir.path(), &server);
+    // Two new sessions: each conversation is the script's first turn.
+    for prompt in ["one", "two"] {
+        let out = output(session(dir.path(), &["run", "-m", "mock/m", prompt], &[])).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = output(session(dir.path(), &["stats"], &[])).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "2 sessions, 2 assistant messages, 200 tokens in, 20 out, $0", "{stdout}");
+    assert_eq!(lines[1], "by model:");
+    assert_eq!(lines[2], "  mock/m\t2 sessions\t2 messages\t200 in\t20 out\t$0", "{stdout}");
+    assert_eq!(lines[3], "by day (UTC):");
+    let day = lines[4].trim_start().split('\t').next().unwrap();
+    assert!(day.len() == 10 && day.as_bytes()[4] == b'-', "{stdout}");
+    assert!(lines[4].ends_with("\t2 sessions\t2 messages\t200 in\t20 out\t$0"), "{stdout}");
+    server.shutdown().await;
+}

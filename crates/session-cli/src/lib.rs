@@ -14,6 +14,7 @@
 //! `main` reads the process environment: these functions take it as arguments.
 
 pub mod color;
+pub mod config_check;
 mod demo;
 pub mod models;
 mod render;
@@ -21,6 +22,7 @@ mod replay;
 mod run;
 pub mod serve;
 pub mod sessions;
+pub mod stats;
 mod status_line;
 pub mod terminal;
 pub mod token;

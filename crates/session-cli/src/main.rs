@@ -114,6 +114,17 @@ enum Command {
         #[arg(long)]
         provider: Option<String>,
     },
+    /// Sessions, tokens and cost per model and per day, from the store.
+    Stats {
+        /// PostgreSQL URL of the session database (default: the embedded SQLite file).
+        #[arg(long)]
+        db: Option<String>,
+    },
+    /// Checks the configuration: the files `run` reads, where each key came from, every warning.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// Replays a recorded provider stream through the adapter and the processor (no tools run).
     Replay {
         /// The wire format of the recording.
@@ -206,6 +217,12 @@ enum SessionsAction {
         /// Session id.
         id: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Loads the layers; prints each file, each key's origin and every warning; fails on an error.
+    Check,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -329,6 +346,22 @@ fn data_dir(
     }
     home.map(|home| home.join(".local/share/session"))
         .context("cannot find a data folder: set HOME or XDG_DATA_HOME")
+}
+
+/// The setup of a command in the working directory, from the process environment.
+fn setup_here(db: Option<String>) -> Result<session_cli::RuntimeSetup> {
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let home = env.get("HOME").map(PathBuf::from);
+    Ok(session_cli::RuntimeSetup {
+        cwd: std::env::current_dir().context("cannot read the working directory")?,
+        data_dir: data_dir(&env, home.as_deref())?,
+        home,
+        env,
+        model: None,
+        base_url: None,
+        db,
+        store_options: session_store::StoreOptions::default(),
+    })
 }
 
 fn async_runtime() -> Result<tokio::runtime::Runtime> {
@@ -503,19 +536,24 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { provider } => {
-            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
-            let home = env.get("HOME").map(PathBuf::from);
-            let setup = session_cli::RuntimeSetup {
-                cwd: std::env::current_dir().context("cannot read the working directory")?,
-                data_dir: data_dir(&env, home.as_deref())?,
-                home,
-                env,
-                model: None,
-                base_url: None,
-                db: None,
-                store_options: session_store::StoreOptions::default(),
-            };
+            let setup = setup_here(None)?;
             session_cli::models::list(&setup, provider.as_deref(), &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stats { db } => {
+            let setup = setup_here(db)?;
+            std::fs::create_dir_all(&setup.data_dir)
+                .with_context(|| format!("cannot create {}", setup.data_dir.display()))?;
+            async_runtime()?.block_on(async move {
+                let store = session_cli::open_store(setup.db.as_deref(), &setup.data_dir).await?;
+                session_cli::stats::stats(store.as_ref(), &mut std::io::stdout().lock()).await?;
+                store.close().await?;
+                anyhow::Ok(ExitCode::SUCCESS)
+            })
+        }
+        Command::Config { action: ConfigAction::Check } => {
+            let setup = setup_here(None)?;
+            session_cli::config_check::check(&setup, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo { format, keep } => {

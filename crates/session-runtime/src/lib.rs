@@ -28,15 +28,15 @@ mod engine;
 
 pub use compose::{
     Assembled, ComposeError, ConfiguredModels, ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels,
-    assemble, configured_agents, load_config, open_store, project_root, user_dir,
+    assemble, config_sources, configured_agents, load_config, open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning, CostTierConfig,
-    ExperimentalConfig, FsResolver, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
+    ExperimentalConfig, FsResolver, KeyOrigin, LoadedConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
     PricesConfig, ProviderConfig, ProviderOptions, Resolver, ServerConfig, ShellEnvConfig,
     SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason,
-    api_for_package, combine, discover, discover_from, discover_in, load, merge, parse_layer,
-    restrict_untrusted, substitute, user_config_dir,
+    api_for_package, combine, discover, discover_from, discover_in, key_origins, load, load_layers, merge,
+    parse_layer, restrict_untrusted, substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, GitSnapshotter, HousekeepingReport, MAX_STEPS_TEXT,

@@ -16,4 +16,6 @@ pub use agents::configured_agents;
 pub use builder::RuntimeBuilder;
 pub use error::ComposeError;
 pub use models::{ConfiguredModels, ResolvedProvider, StaticModels};
-pub use setup::{Assembled, RuntimeSetup, assemble, load_config, open_store, project_root, user_dir};
+pub use setup::{
+    Assembled, RuntimeSetup, assemble, config_sources, load_config, open_store, project_root, user_dir,
+};

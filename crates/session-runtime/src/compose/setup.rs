@@ -16,7 +16,8 @@ use super::ComposeError;
 use super::agents::configured_agents;
 use super::models::ConfiguredModels;
 use crate::config::{
-    ConfigWarning, FsResolver, LoadedConfig, ServerConfig, TrustList, discover_from, load, user_config_dir,
+    ConfigSources, ConfigWarning, FsResolver, LoadedConfig, ServerConfig, TrustList, discover_from, load,
+    user_config_dir,
 };
 use crate::engine::{GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, parse_model_ref};
 
@@ -101,6 +102,13 @@ pub fn project_root(cwd: &Path) -> PathBuf {
 /// layers, the project's applied in full only when trusted. `session models` and
 /// `session run` read the same layers through this.
 pub fn load_config(setup: &RuntimeSetup) -> Result<LoadedConfig, ComposeError> {
+    let (sources, resolver) = config_sources(setup);
+    Ok(load(&sources, &resolver)?)
+}
+
+/// The configuration files a runtime of `setup` reads (trust applied), and the resolver of
+/// their substitutions.
+pub fn config_sources(setup: &RuntimeSetup) -> (ConfigSources, FsResolver) {
     // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
     let user_dir = user_dir(&setup.env, setup.home.as_deref());
     let mut sources = discover_from(
@@ -113,7 +121,7 @@ pub fn load_config(setup: &RuntimeSetup) -> Result<LoadedConfig, ComposeError> {
     let trust = user_dir.as_deref().map(TrustList::load).unwrap_or_default();
     sources.trusted = trust.trusted;
     let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
-    Ok(load(&sources, &resolver)?)
+    (sources, resolver)
 }
 
 /// Builds the runtime of a project: configuration, model, store, tools with `asker` answering

@@ -32,6 +32,7 @@ mod discover;
 mod error;
 mod load;
 mod merge;
+mod origin;
 mod package;
 mod substitute;
 mod trust;
@@ -39,8 +40,9 @@ mod types;
 
 pub use discover::{ConfigSources, discover, discover_from, discover_in, trust_root, user_config_dir};
 pub use error::{ConfigError, ConfigWarning, WarningReason};
-pub use load::{ConfigLayer, LoadedConfig, combine, load, parse_layer};
+pub use load::{ConfigLayer, LoadedConfig, combine, load, load_layers, parse_layer};
 pub use merge::merge;
+pub use origin::{KeyOrigin, key_origins};
 pub use package::api_for_package;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
