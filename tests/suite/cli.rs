@@ -454,3 +454,29 @@ async fn stats_sum_sessions_tokens_and_cost_per_model_and_day() {
     assert!(lines[4].ends_with("\t2 sessions\t2 messages\t200 in\t20 out\t$0"), "{stdout}");
     server.shutdown().await;
 }
+
+#[test]
+fn completion_scripts_and_the_man_page_come_from_the_binary() {
+    let run = |args: &[&str]| {
+        let out = Command::new(session_binary().unwrap()).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let cases = [
+        ("bash", "complete -F _session"),
+        ("zsh", "#compdef session"),
+        ("fish", "complete -c session"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ];
+    for (shell, sign) in cases {
+        let script = run(&["completion", shell]);
+        assert!(script.contains(sign), "{shell}: {script}");
+        // The subcommands and their flags are in it.
+        assert!(script.contains("continue") && script.contains("stats"), "{shell}");
+    }
+    let man = run(&["man"]);
+    assert!(man.starts_with(".ie") || man.contains(".TH session"), "{man}");
+    assert!(man.contains("completion") && man.contains("stats"), "{man}");
+    let bad = Command::new(session_binary().unwrap()).args(["completion", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

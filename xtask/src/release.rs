@@ -462,6 +462,14 @@ fn make_archive(
     let _ = std::fs::remove_dir_all(&stage);
     std::fs::create_dir_all(&stage).with_context(|| format!("create {}", stage.display()))?;
     copy(binary, &stage.join(file_name(binary)))?;
+    // The man page and the completion scripts, from the binary itself (clap_mangen,
+    // clap_complete), so they always match its flags.
+    write_generated(binary, &["man"], &stage.join(format!("{BINARY}.1")))?;
+    let completions = stage.join("completions");
+    std::fs::create_dir_all(&completions).with_context(|| format!("create {}", completions.display()))?;
+    for (shell, file) in COMPLETIONS {
+        write_generated(binary, &["completion", shell], &completions.join(file))?;
+    }
     for extra in ARCHIVE_EXTRAS {
         let source = root.join(extra);
         if source.is_file() {
@@ -488,6 +496,18 @@ fn make_archive(
         copy(file, &crate_dir.join(file_name(file)))?;
     }
     Ok((archive, checksum))
+}
+
+/// The completion scripts in the archive's `completions/`: (shell, file name).
+const COMPLETIONS: [(&str, &str); 4] =
+    [("bash", "session.bash"), ("zsh", "_session"), ("fish", "session.fish"), ("powershell", "_session.ps1")];
+
+/// Writes what `binary ARGS` prints to `path`.
+fn write_generated(binary: &Path, args: &[&str], path: &Path) -> Result<()> {
+    let output = Command::new(binary).args(args).output().with_context(|| format!("cannot run {}", binary.display()))?;
+    ensure!(output.status.success(), "{} {args:?}: {}", binary.display(), String::from_utf8_lossy(&output.stderr));
+    ensure!(!output.stdout.is_empty(), "{} {args:?} printed nothing", binary.display());
+    std::fs::write(path, &output.stdout).with_context(|| format!("write {}", path.display()))
 }
 
 /// A line of `sha256sum` output: the hex digest, two spaces, the file name.
@@ -726,7 +746,16 @@ mod tests {
         let listing = Command::new("tar").arg("-tzf").arg(&report.archive).output().unwrap();
         let listing = String::from_utf8(listing.stdout).unwrap();
         let folder = format!("session-9.9.9-{triple}");
-        for entry in ["session", "README.md", "CHANGELOG.md"] {
+        for entry in [
+            "session",
+            "session.1",
+            "completions/session.bash",
+            "completions/_session",
+            "completions/session.fish",
+            "completions/_session.ps1",
+            "README.md",
+            "CHANGELOG.md",
+        ] {
             assert!(
                 listing.lines().any(|line| line == format!("{folder}/{entry}")),
                 "{entry} in:\n{listing}"

@@ -114,6 +114,15 @@ enum Command {
         #[arg(long)]
         provider: Option<String>,
     },
+    /// Prints the shell completion script for bash, zsh, fish or powershell (elvish too).
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Prints the man page (roff); `cargo xtask release` puts it in the archive.
+    #[command(hide = true)]
+    Man,
     /// Sessions, tokens and cost per model and per day, from the store.
     Stats {
         /// PostgreSQL URL of the session database (default: the embedded SQLite file).
@@ -538,6 +547,16 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Models { provider } => {
             let setup = setup_here(None)?;
             session_cli::models::list(&setup, provider.as_deref(), &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completion { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(shell, &mut Cli::command(), "session", &mut std::io::stdout().lock());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats { db } => {
