@@ -504,8 +504,16 @@ const COMPLETIONS: [(&str, &str); 4] =
 
 /// Writes what `binary ARGS` prints to `path`.
 fn write_generated(binary: &Path, args: &[&str], path: &Path) -> Result<()> {
-    let output = Command::new(binary).args(args).output().with_context(|| format!("cannot run {}", binary.display()))?;
-    ensure!(output.status.success(), "{} {args:?}: {}", binary.display(), String::from_utf8_lossy(&output.stderr));
+    let output = Command::new(binary)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run {}", binary.display()))?;
+    ensure!(
+        output.status.success(),
+        "{} {args:?}: {}",
+        binary.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
     ensure!(!output.stdout.is_empty(), "{} {args:?} printed nothing", binary.display());
     std::fs::write(path, &output.stdout).with_context(|| format!("write {}", path.display()))
 }

@@ -9,6 +9,8 @@ use anyhow::Result;
 use session_llm::{Catalog, CatalogModel};
 use session_runtime::{ConfiguredModels, RuntimeSetup};
 
+use crate::terminal::clean;
+
 /// What `session models` prints for one provider.
 #[derive(Debug, Clone, PartialEq)]
 enum Listing {
@@ -75,13 +77,15 @@ pub fn list(setup: &RuntimeSetup, only: Option<&str>, out: &mut impl Write) -> R
 }
 
 fn write_listing(out: &mut impl Write, provider: &str, listing: &Listing) -> std::io::Result<()> {
+    // Ids from a config file are shown without their control sequences, as all human output.
+    let provider = &*clean(provider);
     match listing {
         Listing::Models { models, any } => {
             for model in models {
                 writeln!(
                     out,
                     "{provider}/{}\tcontext {}\toutput {}\t${}/${} per 1M tokens",
-                    model.id,
+                    clean(&model.id),
                     model.limit.context,
                     model.limit.output,
                     model.cost.input.normalize(),
@@ -94,13 +98,18 @@ fn write_listing(out: &mut impl Write, provider: &str, listing: &Listing) -> std
             }
         }
         Listing::AnyModel { base_url } => write_any(out, provider, base_url),
-        Listing::Unusable(why) => writeln!(out, "{provider}\tnot usable by `session run`: {why}"),
+        Listing::Unusable(why) => writeln!(out, "{provider}\tnot usable by `session run`: {}", clean(why)),
     }
 }
 
 /// The line of a local server: any model id it has works.
 fn write_any(out: &mut impl Write, provider: &str, base_url: &str) -> std::io::Result<()> {
-    writeln!(out, "{provider}/*\tany model the server at {base_url} has\tno limits or prices known")
+    writeln!(
+        out,
+        "{}/*\tany model the server at {} has\tno limits or prices known",
+        clean(provider),
+        clean(base_url)
+    )
 }
 
 #[cfg(test)]
