@@ -285,6 +285,7 @@ async fn issue_26_6_an_unknown_model_comes_first_and_an_unset_env_key_is_no_key(
     let stderr = text(&unset.stderr);
     assert_eq!(unset.status.code(), Some(1));
     assert!(stderr.contains("no API key for anthropic") && stderr.contains("apiKey is empty"), "{stderr}");
+    assert!(stderr.contains("unset in your environment: MY_ANTHROPIC_KEY"), "names the variable: {stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

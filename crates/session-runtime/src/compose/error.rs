@@ -32,13 +32,15 @@ pub enum ComposeError {
     },
     /// The config's key is empty: an `{env:VAR}` whose variable is unset, or `""`.
     #[error(
-        "no API key for {provider}: provider.{provider}.options.apiKey is empty (is the variable its {{env:...}} names set?); set that variable, or {vars}"
+        "no API key for {provider}: provider.{provider}.options.apiKey is empty ({unset}); set it, or {vars}"
     )]
     EmptyApiKey {
         /// The provider.
         provider: String,
         /// The provider's own key variables, joined with " or ".
         vars: String,
+        /// Why it is empty: the `{env:...}` variables of the config that are unset.
+        unset: String,
     },
     /// A model neither the catalog nor the config lists.
     #[error(

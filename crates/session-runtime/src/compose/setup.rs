@@ -130,7 +130,8 @@ pub async fn assemble(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
 ) -> Result<Assembled, ComposeError> {
-    let loaded = load_config(setup)?;
+    let (sources, resolver) = config_sources(setup);
+    let loaded = load(&sources, &resolver)?;
     let config = loaded.config;
     let reference = setup.model.clone().or_else(|| config.model.clone()).ok_or(ComposeError::NoModel)?;
     let model = parse_model_ref(&reference).ok_or_else(|| ComposeError::BadModelRef(reference.clone()))?;
@@ -149,7 +150,14 @@ pub async fn assemble(
             .and_then(|p| p.options.api_key.as_deref())
             .is_some_and(|key| key.trim().is_empty());
         return Err(match configured_empty {
-            true => ComposeError::EmptyApiKey { provider: provider.id, vars },
+            true => ComposeError::EmptyApiKey {
+                provider: provider.id,
+                vars,
+                unset: match resolver.unset_variables() {
+                    unset if unset.is_empty() => "it is set to an empty string".to_owned(),
+                    unset => format!("unset in your environment: {}", unset.join(", ")),
+                },
+            },
             false => ComposeError::NoApiKey { provider: provider.id, vars },
         });
     }
