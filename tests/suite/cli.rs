@@ -481,3 +481,51 @@ fn completion_scripts_and_the_man_page_come_from_the_binary() {
     let bad = Command::new(session_binary().unwrap()).args(["completion", "tcsh"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A 1x1 PNG.
+const PIXEL_PNG: [u8; 70] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00,
+    0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00,
+    0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x64, 0x60, 0xf8, 0x5f, 0x0f, 0x00, 0x02,
+    0x87, 0x01, 0x80, 0xeb, 0x47, 0xba, 0x92, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42,
+    0x60, 0x82,
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_file_attaches_text_and_images_as_file_parts() {
+    let server =
+        TestServer::start(Script::from_json(r#"{"turns": [{"text": "Seen."}]}"#).unwrap()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    project_with(dir.path(), &server);
+    std::fs::write(dir.path().join("project/notes.txt"), "the notes say 42\n").unwrap();
+    std::fs::write(dir.path().join("project/pixel.png"), PIXEL_PNG).unwrap();
+    let out = output(session(
+        dir.path(),
+        &["run", "-m", "mock/m", "-f", "notes.txt", "--file", "pixel.png", "what is attached?"],
+        &[],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = session_id(&text(&out.stdout));
+    let request =
+        server.requests().into_iter().find(|r| r.kind == RequestKind::Main).unwrap().body.to_string();
+    assert!(request.contains("the notes say 42"), "the text went inline: {request}");
+    assert!(request.contains("data:image/png;base64,iVBORw0KGgo"), "the image went as an image: {request}");
+
+    let export = session(dir.path(), &["sessions", "export", &id], &[]).output().unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&export.stdout).unwrap();
+    let files: Vec<&str> = document["messages"][0]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["type"] == "file")
+        .map(|p| p["mime"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["text/plain", "image/png"]);
+
+    // A file that cannot be attached stops the run before anything is stored.
+    let missing = output(session(dir.path(), &["run", "-m", "mock/m", "-f", "nowhere.txt", "hi"], &[])).await;
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("--file nowhere.txt"), "{}", text(&missing.stderr));
+    server.shutdown().await;
+}

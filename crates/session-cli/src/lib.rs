@@ -13,6 +13,7 @@
 //! catalog (`session-llm`), storage (`session-store`) or the tools (`session-tools`); and only
 //! `main` reads the process environment: these functions take it as arguments.
 
+pub mod attach;
 pub mod color;
 pub mod config_check;
 mod demo;

@@ -68,6 +68,10 @@ enum Command {
         /// The session's title (else one is generated from the first prompt).
         #[arg(long)]
         title: Option<String>,
+        /// Attach a file to the prompt: text is inlined, images and PDFs are sent as files
+        /// (repeatable).
+        #[arg(long = "file", short = 'f', value_name = "PATH")]
+        files: Vec<PathBuf>,
         /// Send the model's provider requests to this base URL (a local server, a proxy).
         #[arg(long)]
         base_url: Option<String>,
@@ -391,6 +395,7 @@ fn run(command: Command) -> Result<ExitCode> {
             continue_latest,
             fork,
             title,
+            files,
             base_url,
             db,
             format,
@@ -430,6 +435,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 continue_latest,
                 fork,
                 title,
+                files,
                 base_url,
                 db,
                 format: match format {

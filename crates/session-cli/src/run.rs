@@ -53,6 +53,8 @@ pub struct RunOptions {
     pub fork: bool,
     /// `--title`: the session's title (else one is generated from the first prompt).
     pub title: Option<String>,
+    /// `-f/--file`: files attached to the prompt.
+    pub files: Vec<PathBuf>,
     /// `--base-url` for the model's provider.
     pub base_url: Option<String>,
     /// `--db`: a PostgreSQL URL overriding the config's `database`.
@@ -296,6 +298,8 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         db: options.db.clone(),
         store_options: StoreOptions::default(),
     };
+    // A file that cannot be attached stops the run before anything is stored.
+    let attachments = crate::attach::attachments(&options.files, &options.cwd)?;
     let (failures, mut failed) = mpsc::unbounded_channel();
     let (questions, mut asked) = mpsc::unbounded_channel::<Question>();
     let mut status = StatusLine::new(options.status_line && options.format == OutputFormat::Text);
@@ -318,6 +322,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
             text: options.prompt.clone(),
             agent: options.agent.clone(),
             model: Some(model),
+            attachments,
             ..PromptInput::default()
         };
         tokio::spawn(async move { runtime.prompt(&id, input).await })

@@ -93,6 +93,9 @@ pub struct PromptInput {
     pub agent: Option<String>,
     /// The model to use (default from settings).
     pub model: Option<ModelRef>,
+    /// More parts of the user message, after its text: attached files (`session run -f`) and
+    /// the text they were inlined as.
+    pub attachments: Vec<PartKind>,
     /// The answer's format: a JSON schema makes the model answer through the
     /// `StructuredOutput` tool and the message carry the result in `structured`.
     pub format: Option<OutputFormat>,
