@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agents;
+mod cli;
 mod crash;
 mod demo;
 mod faults;

@@ -5,6 +5,25 @@ use std::process::Command;
 use serde_json::Value;
 use session_e2e::{fixtures_dir, session_binary};
 
+/// The `--format json` output as `run` and `demo` print it: one `{"type", "properties"}` event a
+/// line; folded here into the parts, the assistant message and the error (null without one).
+fn events(stdout: &[u8]) -> Value {
+    let mut parts = Vec::new();
+    let mut message = Value::Null;
+    let mut error = Value::Null;
+    for line in String::from_utf8_lossy(stdout).lines() {
+        let event: Value = serde_json::from_str(line).expect("every line is one JSON event");
+        assert!(event["properties"].is_object(), "{event}");
+        match event["type"].as_str().unwrap() {
+            "message.part.updated" => parts.push(event["properties"]["part"].clone()),
+            "message.updated" => message = event["properties"]["info"].clone(),
+            "session.error" => error = event["properties"]["error"].clone(),
+            other => panic!("unexpected event {other}"),
+        }
+    }
+    serde_json::json!({"parts": parts, "message": message, "error": error})
+}
+
 fn replay(args: &[&str]) -> std::process::Output {
     Command::new(session_binary().expect("session binary"))
         .arg("replay")
@@ -14,11 +33,11 @@ fn replay(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn json_output_is_one_document_with_message_parts_and_error() {
+fn json_output_is_json_lines_of_parts_message_and_error() {
     let file = fixtures_dir().join("openai-chat/tool-calls-parallel-gpt4o.sse");
     let out = replay(&["--api", "openai-chat", "--format", "json", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is exactly one JSON document");
+    let doc = events(&out.stdout);
     assert_eq!(doc["error"], Value::Null);
     assert_eq!(doc["message"]["finish"], "tool-calls");
     let kinds: Vec<&str> =
@@ -44,7 +63,7 @@ fn a_known_model_prices_the_replay() {
         file.to_str().unwrap(),
     ]);
     assert!(out.status.success());
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = events(&out.stdout);
     assert!(doc["message"]["cost"].as_f64().unwrap() > 0.0, "{doc}");
     assert_eq!(doc["message"]["providerID"], "anthropic");
 }
@@ -58,8 +77,11 @@ fn a_cut_stream_fails_with_a_clear_error_and_a_length_finish_does_not() {
     std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
     let out = replay(&["--api", "openai-chat", "--format", "json", cut.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(doc["error"]["message"].as_str().unwrap().contains("stream ended before [DONE]"), "{doc}");
+    let doc = events(&out.stdout);
+    assert!(
+        doc["error"]["data"]["message"].as_str().unwrap().contains("stream ended before [DONE]"),
+        "{doc}"
+    );
     assert!(doc["error"]["name"].is_string());
 
     let length = fixtures_dir().join("openai-chat/finish-length-gpt4o.sse");
@@ -73,8 +95,8 @@ fn provider_errors_in_the_stream_fail_the_replay() {
     let file = fixtures_dir().join("anthropic/error-event-overloaded.sse");
     let out = replay(&["--api", "anthropic", "--format", "json", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["error"]["message"], "Overloaded");
+    let doc = events(&out.stdout);
+    assert_eq!(doc["error"]["data"]["message"], "Overloaded");
     assert_eq!(doc["message"]["error"]["name"], "APIError");
 }
 

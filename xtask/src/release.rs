@@ -462,6 +462,14 @@ fn make_archive(
     let _ = std::fs::remove_dir_all(&stage);
     std::fs::create_dir_all(&stage).with_context(|| format!("create {}", stage.display()))?;
     copy(binary, &stage.join(file_name(binary)))?;
+    // The man page and the completion scripts, from the binary itself (clap_mangen,
+    // clap_complete), so they always match its flags.
+    write_generated(binary, &["man"], &stage.join(format!("{BINARY}.1")))?;
+    let completions = stage.join("completions");
+    std::fs::create_dir_all(&completions).with_context(|| format!("create {}", completions.display()))?;
+    for (shell, file) in COMPLETIONS {
+        write_generated(binary, &["completion", shell], &completions.join(file))?;
+    }
     for extra in ARCHIVE_EXTRAS {
         let source = root.join(extra);
         if source.is_file() {
@@ -488,6 +496,26 @@ fn make_archive(
         copy(file, &crate_dir.join(file_name(file)))?;
     }
     Ok((archive, checksum))
+}
+
+/// The completion scripts in the archive's `completions/`: (shell, file name).
+const COMPLETIONS: [(&str, &str); 4] =
+    [("bash", "session.bash"), ("zsh", "_session"), ("fish", "session.fish"), ("powershell", "_session.ps1")];
+
+/// Writes what `binary ARGS` prints to `path`.
+fn write_generated(binary: &Path, args: &[&str], path: &Path) -> Result<()> {
+    let output = Command::new(binary)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run {}", binary.display()))?;
+    ensure!(
+        output.status.success(),
+        "{} {args:?}: {}",
+        binary.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ensure!(!output.stdout.is_empty(), "{} {args:?} printed nothing", binary.display());
+    std::fs::write(path, &output.stdout).with_context(|| format!("write {}", path.display()))
 }
 
 /// A line of `sha256sum` output: the hex digest, two spaces, the file name.
@@ -684,8 +712,9 @@ mod tests {
     }
 
     /// `cargo xtask release 9.9.9 --profile dev --no-verify` as a dry run in a fresh clone of
-    /// this repository with its working tree, sharing this build's target directory so that dependencies are
-    /// already compiled. Bounded on purpose: the release profile would compile every
+    /// this repository with its working tree, building in a target directory of its own beside
+    /// this build's (kept between runs, so dependencies compile once): sharing this build's would
+    /// replace the developer's `target/debug/session` with the clone's 9.9.9 build. Bounded on purpose: the release profile would compile every
     /// dependency again, and verifying six packages builds six dependency graphs of their own
     /// (each package is its own workspace, with its own features and profile), about an hour
     /// on a cold 2-core machine. Without verification `cargo package` still resolves each
@@ -698,11 +727,13 @@ mod tests {
             return;
         }
         let started = Instant::now();
-        let target_dir = own_target_dir();
-        // A fixed place, so a later run overwrites this one's artifacts instead of adding more.
-        let clone = target_dir.join("xtask-release-test");
+        let own = own_target_dir();
+        // Fixed places, so a later run overwrites this one's artifacts instead of adding more.
+        let clone = own.join("xtask-release-test");
+        let target_dir = own.join("xtask-release-target");
         let _ = std::fs::remove_dir_all(&clone);
         clone_working_tree(root, &clone);
+        let developer_binary = own.join("debug").join(format!("{BINARY}{}", std::env::consts::EXE_SUFFIX));
         let options = ReleaseOptions {
             version: "9.9.9".into(),
             execute: false,
@@ -723,7 +754,16 @@ mod tests {
         let listing = Command::new("tar").arg("-tzf").arg(&report.archive).output().unwrap();
         let listing = String::from_utf8(listing.stdout).unwrap();
         let folder = format!("session-9.9.9-{triple}");
-        for entry in ["session", "README.md", "CHANGELOG.md"] {
+        for entry in [
+            "session",
+            "session.1",
+            "completions/session.bash",
+            "completions/_session",
+            "completions/session.fish",
+            "completions/_session.ps1",
+            "README.md",
+            "CHANGELOG.md",
+        ] {
             assert!(
                 listing.lines().any(|line| line == format!("{folder}/{entry}")),
                 "{entry} in:\n{listing}"
@@ -756,6 +796,18 @@ mod tests {
         let status =
             Command::new("git").args(["status", "--porcelain"]).current_dir(&clone).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+        // The developer's own build is untouched: its binary (which a build of the developer's
+        // may have replaced meanwhile, legitimately) is not the clone's 9.9.9.
+        assert!(report.archive.starts_with(&clone));
+        if developer_binary.is_file() {
+            let version = Command::new(&developer_binary).arg("--version").output().unwrap();
+            let version = String::from_utf8_lossy(&version.stdout);
+            assert!(
+                !version.contains("9.9.9"),
+                "the dry run replaced {}: {version}",
+                developer_binary.display()
+            );
+        }
         eprintln!("release dry run in a clone: {:.1?}", started.elapsed());
         let _ = std::fs::remove_dir_all(&clone);
     }

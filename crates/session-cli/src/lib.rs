@@ -13,19 +13,25 @@
 //! catalog (`session-llm`), storage (`session-store`) or the tools (`session-tools`); and only
 //! `main` reads the process environment: these functions take it as arguments.
 
+pub mod attach;
+pub mod color;
+pub mod config_check;
 mod demo;
 pub mod mcp;
+pub mod models;
 mod render;
 mod replay;
 mod run;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;
+pub mod stats;
 mod status_line;
 pub mod terminal;
 pub mod token;
 pub mod trust;
 
+pub use color::ColorChoice;
 pub use demo::{DemoSummary, run_demo};
 pub use render::{OutputFormat, Renderer};
 pub use replay::{ReplayError, ReplayModel, ReplayOutput, replay};

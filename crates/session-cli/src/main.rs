@@ -18,6 +18,9 @@ struct Cli {
     /// Append the diagnostics to this file instead of stderr (never stdout).
     #[arg(long, global = true, value_name = "PATH")]
     log_file: Option<PathBuf>,
+    /// Colour the diagnostics: auto (a terminal, unless NO_COLOR is set), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = session_cli::ColorChoice::Auto)]
+    color: session_cli::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -64,6 +67,19 @@ enum Command {
         /// Continue this session.
         #[arg(long)]
         session: Option<String>,
+        /// Continue the latest session of this folder.
+        #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+        continue_latest: bool,
+        /// Continue a copy of the session (--session or --continue), leaving it as it was.
+        #[arg(long)]
+        fork: bool,
+        /// The session's title (else one is generated from the first prompt).
+        #[arg(long)]
+        title: Option<String>,
+        /// Attach a file to the prompt: text is inlined, images and PDFs are sent as files
+        /// (repeatable).
+        #[arg(long = "file", short = 'f', value_name = "PATH")]
+        files: Vec<PathBuf>,
         /// Send the model's provider requests to this base URL (a local server, a proxy).
         #[arg(long)]
         base_url: Option<String>,
@@ -114,11 +130,32 @@ enum Command {
         #[command(subcommand)]
         action: session_cli::sandbox::SandboxAction,
     },
-    /// Lists the models of the catalog.
+    /// Lists the models `session run` can use: the catalog with your config laid over it, the
+    /// local servers' presets, and (marked) the providers `run` cannot call.
     Models {
         /// Only this provider's models.
         #[arg(long)]
         provider: Option<String>,
+    },
+    /// Prints the shell completion script for bash, zsh, fish or powershell (elvish too).
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Prints the man page (roff); `cargo xtask release` puts it in the archive.
+    #[command(hide = true)]
+    Man,
+    /// Sessions, tokens and cost per model and per day, from the store.
+    Stats {
+        /// PostgreSQL URL of the session database (default: the embedded SQLite file).
+        #[arg(long)]
+        db: Option<String>,
+    },
+    /// Checks the configuration: the files `run` reads, where each key came from, every warning.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
     },
     /// Replays a recorded provider stream through the adapter and the processor (no tools run).
     Replay {
@@ -230,6 +267,12 @@ enum SessionsAction {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum ConfigAction {
+    /// Loads the layers; prints each file, each key's origin and every warning; fails on an error.
+    Check,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ApiArg {
     OpenaiChat,
@@ -318,7 +361,9 @@ fn main() -> ExitCode {
         }
         None => tracing_subscriber::fmt()
             .with_max_level(level)
-            .with_ansi(std::io::stderr().is_terminal())
+            .with_ansi(
+                cli.color.enabled(std::env::var("NO_COLOR").ok().as_deref(), std::io::stderr().is_terminal()),
+            )
             .with_writer(std::io::stderr)
             .init(),
     }
@@ -351,6 +396,22 @@ fn data_dir(
         .context("cannot find a data folder: set HOME or XDG_DATA_HOME")
 }
 
+/// The setup of a command in the working directory, from the process environment.
+fn setup_here(db: Option<String>) -> Result<session_cli::RuntimeSetup> {
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let home = env.get("HOME").map(PathBuf::from);
+    Ok(session_cli::RuntimeSetup {
+        cwd: std::env::current_dir().context("cannot read the working directory")?,
+        data_dir: data_dir(&env, home.as_deref())?,
+        home,
+        env,
+        model: None,
+        base_url: None,
+        db,
+        store_options: session_store::StoreOptions::default(),
+    })
+}
+
 fn async_runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -361,7 +422,23 @@ fn async_runtime() -> Result<tokio::runtime::Runtime> {
 
 fn run(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Run { prompt, model, agent, command, variant, session, base_url, db, format, yes, deny } => {
+        Command::Run {
+            prompt,
+            model,
+            agent,
+            command,
+            variant,
+            session,
+            continue_latest,
+            fork,
+            title,
+            files,
+            base_url,
+            db,
+            format,
+            yes,
+            deny,
+        } => {
             use std::io::{IsTerminal as _, Read as _};
             let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
             let prompt = match prompt.is_empty() {
@@ -396,6 +473,10 @@ fn run(command: Command) -> Result<ExitCode> {
                 command,
                 variant,
                 session,
+                continue_latest,
+                fork,
+                title,
+                files,
                 base_url,
                 db,
                 format: match format {
@@ -541,31 +622,34 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { provider } => {
-            let catalog = session_llm::Catalog::embedded()?;
-            let mut stdout = std::io::stdout().lock();
-            let mut found = false;
-            for entry in
-                catalog.providers().filter(|p| provider.as_deref().is_none_or(|wanted| p.id == wanted))
-            {
-                for model in entry.models.values() {
-                    found = true;
-                    writeln!(
-                        stdout,
-                        "{}/{}\tcontext {}\toutput {}\t${}/${} per 1M tokens",
-                        entry.id,
-                        model.id,
-                        model.limit.context,
-                        model.limit.output,
-                        model.cost.input.normalize(),
-                        model.cost.output.normalize()
-                    )?;
-                }
-            }
-            if !found && let Some(provider) = provider {
-                anyhow::bail!(
-                    "no models listed for provider {provider:?}; `session models` lists every provider"
-                );
-            }
+            let setup = setup_here(None)?;
+            session_cli::models::list(&setup, provider.as_deref(), &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completion { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(shell, &mut Cli::command(), "session", &mut std::io::stdout().lock());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stats { db } => {
+            let setup = setup_here(db)?;
+            std::fs::create_dir_all(&setup.data_dir)
+                .with_context(|| format!("cannot create {}", setup.data_dir.display()))?;
+            async_runtime()?.block_on(async move {
+                let store = session_cli::open_store(setup.db.as_deref(), &setup.data_dir).await?;
+                session_cli::stats::stats(store.as_ref(), &mut std::io::stdout().lock()).await?;
+                store.close().await?;
+                anyhow::Ok(ExitCode::SUCCESS)
+            })
+        }
+        Command::Config { action: ConfigAction::Check } => {
+            let setup = setup_here(None)?;
+            session_cli::config_check::check(&setup, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo { format, keep } => {
@@ -602,7 +686,11 @@ fn run(command: Command) -> Result<ExitCode> {
             );
             let mut stdout = std::io::stdout().lock();
             match format {
-                Format::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&output.to_json())?)?,
+                Format::Json => {
+                    for event in output.to_events() {
+                        writeln!(stdout, "{}", serde_json::to_string(&event)?)?;
+                    }
+                }
                 Format::Text => write!(stdout, "{}", session_cli::terminal::clean(&output.render_text()))?,
             }
             if let Some(error) = &output.error {

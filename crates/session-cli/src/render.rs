@@ -132,6 +132,18 @@ impl<W: Write> Renderer<W> {
         self.out.flush()
     }
 
+    /// True when the output stands at the start of a line (nothing half-written on it).
+    pub fn at_line_start(&self) -> bool {
+        self.at_line_start
+    }
+
+    /// Ends a half-written line, so what comes next (a question on the terminal) starts on its
+    /// own line.
+    pub fn end_line(&mut self) -> std::io::Result<()> {
+        self.line_break()?;
+        self.out.flush()
+    }
+
     fn line_break(&mut self) -> std::io::Result<()> {
         if !self.at_line_start {
             writeln!(self.out)?;

@@ -9,11 +9,12 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{Value, json};
 use session_core::{
-    AssistantMessage, AssistantTime, Entropy, IdGenerator, MessageId, MessagePath, ModelCost, Part, PartKind,
-    SessionId, ToolState, overflow::ModelLimit, processor::Effect, processor::Input, processor::Processor,
-    processor::ProcessorConfig, processor::ProcessorError,
+    AssistantMessage, AssistantTime, Entropy, IdGenerator, Message, MessageError, MessageId, MessagePath,
+    ModelCost, Part, PartKind, SessionId, ToolState, overflow::ModelLimit, processor::Effect,
+    processor::Input, processor::Processor, processor::ProcessorConfig, processor::ProcessorError,
 };
 use session_llm::{Api, replay as decode_replay};
+use session_runtime::BusEvent;
 
 /// The model a replay prices its steps with.
 #[derive(Debug, Clone, Default)]
@@ -54,9 +55,25 @@ impl ReplayOutput {
         self.error.is_some()
     }
 
-    /// The one JSON document of `--format json`: `{"message", "parts", "error"}`.
+    /// The one JSON document of `{"message", "parts", "error"}` (`sessions export`'s shape).
     pub fn to_json(&self) -> Value {
         json!({ "message": self.message, "parts": self.parts, "error": self.error })
+    }
+
+    /// What `--format json` prints, as `run` and `demo` do: one bus event per line, each part
+    /// (`message.part.updated`), the assistant message (`message.updated`), and the error
+    /// that ended the stream, if one did (`session.error`).
+    pub fn to_events(&self) -> Vec<BusEvent> {
+        let mut events: Vec<BusEvent> =
+            self.parts.iter().map(|part| BusEvent::PartUpdated { part: Box::new(part.clone()) }).collect();
+        events.push(BusEvent::MessageUpdated { info: Box::new(Message::Assistant(self.message.clone())) });
+        if let Some(error) = &self.error {
+            let error = self.message.error.clone().unwrap_or_else(|| MessageError::UnknownError {
+                message: format!("{}: {}", error.name, error.message),
+            });
+            events.push(BusEvent::SessionError { session_id: self.message.session_id.clone(), error });
+        }
+        events
     }
 
     /// A readable rendering; tool calls are marked as not executed.

@@ -1,21 +1,24 @@
 //! `session run`: one prompt against a real provider, streamed to the terminal.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
-use session_core::{Identifier as _, SessionId, permission::PermissionAsk, permission::Reply};
+use rust_decimal::Decimal;
+use session_core::{
+    Identifier as _, Message, MessageId, PartKind, SessionId, permission::PermissionAsk, permission::Reply,
+};
 pub use session_runtime::{Assembled, RuntimeSetup};
-use session_runtime::{Clock as _, CommandInput, PromptInput, SystemClock};
-use session_store::{Store, StoreOptions};
+use session_runtime::{BusEvent, Clock as _, CommandInput, PromptInput, SystemClock};
+use session_store::{ListSessions, SessionPatch, Store, StoreOptions};
 use session_tools::{PermissionAnswer, PermissionAsker};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::render::{OutputFormat, Renderer};
-use crate::status_line::{StatusLine, StatusPause};
+use crate::status_line::StatusLine;
 
 /// Exit code of a run interrupted by the user.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -48,6 +51,14 @@ pub struct RunOptions {
     pub variant: Option<String>,
     /// `--session`: continue this session.
     pub session: Option<String>,
+    /// `-c/--continue`: continue the latest session of this folder.
+    pub continue_latest: bool,
+    /// `--fork`: continue a copy of the session (`--session` or `--continue`), not the session.
+    pub fork: bool,
+    /// `--title`: the session's title (else one is generated from the first prompt).
+    pub title: Option<String>,
+    /// `-f/--file`: files attached to the prompt.
+    pub files: Vec<PathBuf>,
     /// `--base-url` for the model's provider.
     pub base_url: Option<String>,
     /// `--db`: a PostgreSQL URL overriding the config's `database`.
@@ -68,12 +79,19 @@ pub struct RunOptions {
     pub env: HashMap<String, String>,
 }
 
+/// A question for the terminal, asked by the run loop so that it never lands between two
+/// pieces of output: everything published before it is shown first, nothing while it waits.
+struct Question {
+    text: String,
+    answer: oneshot::Sender<String>,
+}
+
 /// Answers asks as the flags and the terminal allow; never a silent allow.
 struct CliAsker {
     mode: AskMode,
     failures: mpsc::UnboundedSender<String>,
-    /// The status line gives up the terminal while a question waits there.
-    status: StatusPause,
+    /// Terminal questions go to the run loop, which owns the terminal.
+    questions: mpsc::UnboundedSender<Question>,
 }
 
 #[async_trait]
@@ -90,32 +108,83 @@ impl PermissionAsker for CliAsker {
                 Some(PermissionAnswer { reply: Reply::Reject, message: None })
             }
             AskMode::Terminal => {
-                let question =
-                    format!("\npermission: {what}\n  allow [o]nce, [a]lways, [r]eject, or type feedback: ");
-                self.status.pause();
-                let answer = tokio::task::spawn_blocking(move || {
-                    let mut stderr = std::io::stderr();
-                    let _ = write!(stderr, "{question}");
-                    let _ = stderr.flush();
-                    let mut line = String::new();
-                    std::io::stdin().read_line(&mut line).map(|_| line)
-                })
-                .await;
-                self.status.resume();
-                let line = match answer {
-                    Ok(Ok(line)) => line.trim().to_owned(),
-                    _ => String::new(),
+                let text =
+                    format!("permission: {what}\n  allow [o]nce, [a]lways, [r]eject, or type feedback: ");
+                let (answer, answered) = oneshot::channel();
+                // A closed loop (the run is ending) or no answer rejects.
+                let line = match self.questions.send(Question { text, answer }) {
+                    Ok(()) => answered.await.unwrap_or_default(),
+                    Err(_) => String::new(),
                 };
-                Some(match line.as_str() {
-                    "o" | "once" | "y" | "yes" => PermissionAnswer { reply: Reply::Once, message: None },
-                    "a" | "always" => PermissionAnswer { reply: Reply::Always, message: None },
-                    "" | "r" | "reject" | "n" | "no" => {
-                        PermissionAnswer { reply: Reply::Reject, message: None }
-                    }
-                    feedback => PermissionAnswer { reply: Reply::Reject, message: Some(feedback.to_owned()) },
-                })
+                Some(parse_answer(line.trim()))
             }
         }
+    }
+}
+
+/// The reply a typed answer means; anything else is feedback, which rejects.
+fn parse_answer(line: &str) -> PermissionAnswer {
+    match line {
+        "o" | "once" | "y" | "yes" => PermissionAnswer { reply: Reply::Once, message: None },
+        "a" | "always" => PermissionAnswer { reply: Reply::Always, message: None },
+        "" | "r" | "reject" | "n" | "no" => PermissionAnswer { reply: Reply::Reject, message: None },
+        feedback => PermissionAnswer { reply: Reply::Reject, message: Some(feedback.to_owned()) },
+    }
+}
+
+/// A question on the terminal waiting for its line.
+struct Waiting {
+    answer: oneshot::Sender<String>,
+    line: tokio::task::JoinHandle<std::io::Result<String>>,
+}
+
+/// The line typed for the waiting question (empty on a read error); never resolves without one.
+async fn typed(waiting: &mut Option<Waiting>) -> String {
+    match waiting {
+        Some(waiting) => match (&mut waiting.line).await {
+            Ok(Ok(line)) => line,
+            _ => String::new(),
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// What a run used over all its steps, and how full the context was at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct RunTotals {
+    /// Input tokens over every step (cache reads and writes included).
+    input: u64,
+    /// Output tokens over every step (reasoning included).
+    output: u64,
+    /// The last step's context: what it read and wrote, which the next step carries.
+    context: u64,
+    /// Whether any step showed anything (text, reasoning, a tool call, a change).
+    produced: bool,
+}
+
+impl RunTotals {
+    /// Sums the messages of `history` that are not in `before` (the run's own).
+    fn of_run(history: &[session_core::MessageWithParts], before: &HashSet<MessageId>) -> (Self, Decimal) {
+        let mut totals = Self::default();
+        let mut cost = Decimal::ZERO;
+        for message in history.iter().filter(|m| !before.contains(m.info.id())) {
+            let Message::Assistant(assistant) = &message.info else { continue };
+            cost += assistant.cost;
+            for part in &message.parts {
+                match &part.kind {
+                    PartKind::StepFinish(step) => {
+                        let t = &step.tokens;
+                        totals.input += t.input + t.cache.read + t.cache.write;
+                        totals.output += t.output + t.reasoning;
+                        totals.context = t.input + t.cache.read + t.cache.write + t.output + t.reasoning;
+                    }
+                    PartKind::Text(text) if !text.text.trim().is_empty() => totals.produced = true,
+                    PartKind::Reasoning(_) | PartKind::Tool(_) | PartKind::Patch(_) => totals.produced = true,
+                    _ => {}
+                }
+            }
+        }
+        (totals, cost)
     }
 }
 
@@ -206,6 +275,52 @@ async fn children_cost(store: &dyn Store, parent: &SessionId) -> Option<rust_dec
     Some(total)
 }
 
+/// The session a run continues (`--session`, `--continue`, a `--fork` of either), or a new one;
+/// true when this run made it.
+async fn pick_session(
+    options: &RunOptions,
+    runtime: &session_runtime::Runtime,
+    store: &Arc<dyn Store>,
+) -> Result<(SessionId, bool)> {
+    let continued = match (&options.session, options.continue_latest) {
+        (Some(id), _) => {
+            let id = SessionId::parse(id).map_err(|error| anyhow!("--session: {error}"))?;
+            Some(store.get_session(&id).await.map_err(|error| anyhow!("--session {id}: {error}"))?.id)
+        }
+        (None, true) => {
+            let query = ListSessions {
+                limit: 1,
+                directory: Some(options.cwd.to_string_lossy().into_owned()),
+                roots_only: true,
+                ..ListSessions::default()
+            };
+            let page = store.list_sessions(&query).await?;
+            let latest = page.sessions.into_iter().next().ok_or_else(|| {
+                anyhow!(
+                    "--continue: no session in {} yet; run without --continue to start one",
+                    options.cwd.display()
+                )
+            })?;
+            Some(latest.id)
+        }
+        (None, false) => None,
+    };
+    let (id, created) = match continued {
+        Some(id) if options.fork => {
+            (store.fork_session(&id, None).await.map_err(|error| anyhow!("--fork {id}: {error}"))?.id, true)
+        }
+        Some(id) => (id, false),
+        None if options.fork => anyhow::bail!("--fork needs a session to copy: --session ID or --continue"),
+        None => (runtime.create_session(options.title.clone()).await?.id, true),
+    };
+    if let Some(title) = options.title.as_ref().filter(|_| !created || options.fork) {
+        store
+            .update_session(&id, SessionPatch { title: Some(title.clone()), ..SessionPatch::default() })
+            .await?;
+    }
+    Ok((id, created))
+}
+
 /// Runs one prompt; returns the process exit code.
 pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -> Result<u8> {
     let setup = RuntimeSetup {
@@ -218,16 +333,20 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         db: options.db.clone(),
         store_options: StoreOptions::default(),
     };
+    // A file that cannot be attached stops the run before anything is stored.
+    let attachments = crate::attach::attachments(&options.files, &options.cwd)?;
     let (failures, mut failed) = mpsc::unbounded_channel();
+    let (questions, mut asked) = mpsc::unbounded_channel::<Question>();
     let mut status = StatusLine::new(options.status_line && options.format == OutputFormat::Text);
-    let asker = CliAsker { mode: options.ask, failures, status: status.pause_handle() };
+    let asker = CliAsker { mode: options.ask, failures, questions };
     let Assembled { runtime, store, model, mcp, .. } = assemble(&setup, Arc::new(asker)).await?;
-    let session_id = match &options.session {
-        Some(id) => {
-            let id = SessionId::parse(id).map_err(|error| anyhow!("--session: {error}"))?;
-            store.get_session(&id).await.map_err(|error| anyhow!("--session {id}: {error}"))?.id
+    let (session_id, created) = pick_session(&options, &runtime, &store).await?;
+    // The messages already there are not this run's: the totals count the run's own.
+    let before: HashSet<MessageId> = match created {
+        true => HashSet::new(),
+        false => {
+            store.load_history(&session_id).await?.messages.iter().map(|m| m.info.id().clone()).collect()
         }
-        None => runtime.create_session(None).await?.id,
     };
     let mut events = runtime.bus().subscribe();
     let mut renderer = Renderer::new(out, options.format);
@@ -242,6 +361,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
             agent: options.agent.clone(),
             model,
             variant: options.variant.clone(),
+            attachments,
             ..PromptInput::default()
         };
         let command = options.command.clone().map(|command| CommandInput {
@@ -264,11 +384,15 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     tokio::pin!(interrupt);
     let mut ask_failure = None;
     let mut countdown = tokio::time::interval(std::time::Duration::from_millis(250));
+    // A question on the terminal, and the events that arrived while it waits.
+    let mut waiting: Option<Waiting> = None;
+    let mut held: Vec<BusEvent> = Vec::new();
     let result = loop {
         tokio::select! {
             biased;
             () = &mut interrupt, if !interrupted => {
                 interrupted = true;
+                status.pause();
                 eprintln!("\nsession: interrupting (press Ctrl-C again to quit at once)");
                 runtime.cancel(&session_id);
                 tokio::spawn(async {
@@ -282,18 +406,46 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
                     runtime.cancel(&session_id);
                 }
             }
+            question = asked.recv(), if waiting.is_none() => {
+                let Some(question) = question else { continue };
+                // What was published before the ask (the tool's own line) comes first.
+                while let Ok(event) = events.try_recv() {
+                    show(&mut renderer, &mut status, &event)?;
+                }
+                status.pause();
+                renderer.end_line()?;
+                let text = question.text;
+                let line = tokio::task::spawn_blocking(move || {
+                    let mut stderr = std::io::stderr();
+                    write!(stderr, "{text}")?;
+                    stderr.flush()?;
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line).map(|_| line)
+                });
+                waiting = Some(Waiting { answer: question.answer, line });
+            }
+            line = typed(&mut waiting), if waiting.is_some() => {
+                if let Some(done) = waiting.take() {
+                    let _ = done.answer.send(line);
+                }
+                status.resume();
+                for event in std::mem::take(&mut held) {
+                    show(&mut renderer, &mut status, &event)?;
+                }
+            }
             _ = countdown.tick(), if status.counting_down() => status.tick(SystemClock.now_ms()),
             event = events.recv() => match event {
-                Ok(event) => {
-                    status.suspend(|| renderer.event(&event))?;
-                    status.event(&event, SystemClock.now_ms());
-                }
+                Ok(event) if waiting.is_some() => held.push(event),
+                Ok(event) => show(&mut renderer, &mut status, &event)?,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break (&mut run).await,
             },
             finished = &mut run => {
+                for event in std::mem::take(&mut held) {
+                    show(&mut renderer, &mut status, &event)?;
+                }
                 while let Ok(event) = events.try_recv() {
-                    status.suspend(|| renderer.event(&event))?;
+                    show(&mut renderer, &mut status, &event)?;
                 }
                 break finished;
             }
@@ -310,19 +462,39 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     while let Ok(event) = events.try_recv() {
         renderer.event(&event)?;
     }
-    let reply = result.context("the run stopped unexpectedly")??;
-    let tokens = reply.tokens;
+    let reply = match result.context("the run stopped unexpectedly")? {
+        Ok(reply) => reply,
+        Err(error) => {
+            // Nothing ran (an unknown agent, a busy session): a session made for it goes too.
+            if created {
+                discard(store.as_ref(), &session_id).await;
+            }
+            store.close().await?;
+            return Err(error.into());
+        }
+    };
+    let history = store.load_history(&session_id).await?.messages;
+    let (totals, cost) = RunTotals::of_run(&history, &before);
+    let discarded = created && reply.error.is_some() && !totals.produced && !interrupted;
+    if discarded {
+        // A failed start (a server that is not running) leaves no empty session behind.
+        discard(store.as_ref(), &session_id).await;
+    }
+    let session = match discarded {
+        true => "none (nothing was produced)".to_owned(),
+        false => session_id.to_string(),
+    };
     // Subagents' costs are their sessions'; the parent's line adds them up.
     let subagents = match children_cost(store.as_ref(), &session_id).await {
-        Some(cost) => format!(" (with subagents: ${})", (reply.cost + cost).round_dp(6).normalize()),
+        Some(children) => format!(" (with subagents: ${})", (cost + children).round_dp(6).normalize()),
         None => String::new(),
     };
     renderer.totals(&format!(
-        "tokens: {} in, {} out | cost: ${}{subagents} | session: {}",
-        tokens.input + tokens.cache.read + tokens.cache.write,
-        tokens.output + tokens.reasoning,
-        reply.cost.round_dp(6).normalize(),
-        session_id,
+        "tokens: {} in, {} out | context: {} | cost: ${}{subagents} | session: {session}",
+        totals.input,
+        totals.output,
+        totals.context,
+        cost.round_dp(6).normalize(),
     ))?;
     store.close().await?;
     if let Some(message) = ask_failure {
@@ -337,4 +509,18 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         return Ok(1);
     }
     Ok(0)
+}
+
+/// Shows one event with the status line out of the way.
+fn show<W: Write>(renderer: &mut Renderer<W>, status: &mut StatusLine, event: &BusEvent) -> Result<()> {
+    status.suspend(|| renderer.event(event).map(|()| renderer.at_line_start()))?;
+    status.event(event, SystemClock.now_ms());
+    Ok(())
+}
+
+/// Deletes a session this run made and could not use; a failure is only logged.
+async fn discard(store: &dyn Store, id: &SessionId) {
+    if let Err(error) = store.delete_session(id).await {
+        tracing::warn!("could not remove the unused session {id}: {error}");
+    }
 }

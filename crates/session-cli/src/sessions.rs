@@ -91,6 +91,12 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
                 _ => {}
             }
         }
+        // An errored message says why it is empty, instead of a bare heading.
+        if let Message::Assistant(assistant) = &message.info
+            && let Some(error) = &assistant.error
+        {
+            writeln!(out, "[error {}: {}]", error.name(), clean(error.message()))?;
+        }
         writeln!(out)?;
     }
     for skipped in &history.skipped {

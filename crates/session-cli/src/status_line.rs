@@ -46,17 +46,25 @@ impl StatusPause {
 }
 
 /// The spinner and retry countdown of `session run`.
+///
+/// The line is drawn only while the output stands at the start of a line: indicatif clears the
+/// whole terminal line it drew on, so a spinner drawn after half a streamed sentence would wipe
+/// that half (or split a word) when it goes.
 #[derive(Debug)]
 pub struct StatusLine {
     enabled: bool,
     shared: StatusPause,
     retry: Option<Waiting>,
+    /// What the line says when it may be drawn (none: nothing to show).
+    wanted: Option<String>,
+    /// Whether the output last stood at the start of a line.
+    at_line_start: bool,
 }
 
 impl StatusLine {
     /// A status line; a disabled one draws nothing.
     pub fn new(enabled: bool) -> Self {
-        Self { enabled, shared: StatusPause::default(), retry: None }
+        Self { enabled, shared: StatusPause::default(), retry: None, wanted: None, at_line_start: true }
     }
 
     /// The handle a permission ask uses to take the terminal.
@@ -64,13 +72,27 @@ impl StatusLine {
         self.shared.clone()
     }
 
-    /// Runs `write` (output to stdout) with the line cleared, so the two never mix.
-    pub fn suspend<R>(&self, write: impl FnOnce() -> R) -> R {
-        let bar = self.shared.0.lock().unwrap_or_else(PoisonError::into_inner).bar.clone();
-        match bar {
-            Some(bar) => bar.suspend(write),
-            None => write(),
+    /// Clears the line for good (a question takes the terminal), until [`StatusPause::resume`].
+    pub fn pause(&self) {
+        self.shared.pause();
+    }
+
+    /// Lets the line be drawn again, and draws it if it may be.
+    pub fn resume(&mut self) {
+        self.shared.resume();
+        self.draw();
+    }
+
+    /// Runs `write` (output to stdout) with the line cleared; `write` returns the output's
+    /// state afterwards (true: at the start of a line), and the line comes back only then.
+    pub fn suspend<E>(&mut self, write: impl FnOnce() -> Result<bool, E>) -> Result<(), E> {
+        self.clear();
+        let result = write();
+        if let Ok(at_line_start) = &result {
+            self.at_line_start = *at_line_start;
         }
+        self.draw();
+        result.map(|_| ())
     }
 
     /// Follows one bus event: busy shows the spinner, a retry the countdown, streamed text
@@ -80,30 +102,37 @@ impl StatusLine {
             BusEvent::SessionStatus { status, .. } => match status {
                 SessionStatus::Busy => {
                     self.retry = None;
-                    self.show("working");
+                    self.wanted = Some("working".to_owned());
                 }
                 SessionStatus::Retry { attempt, message, next } => {
                     self.retry =
                         Some(Waiting { attempt: *attempt, message: message.clone(), next_ms: *next });
-                    self.tick(now_ms);
+                    self.wanted = Some(countdown(
+                        &Waiting { attempt: *attempt, message: message.clone(), next_ms: *next },
+                        now_ms,
+                    ));
                 }
-                SessionStatus::Idle => self.hide(),
+                SessionStatus::Idle => {
+                    self.retry = None;
+                    self.wanted = None;
+                }
             },
-            BusEvent::PartDelta { .. } => self.hide(),
+            BusEvent::PartDelta { .. } => self.wanted = None,
             BusEvent::PartUpdated { part } => {
                 if let PartKind::Tool(tool) = &part.kind {
-                    self.show(&format!("running {}", tool.tool));
+                    self.wanted = Some(format!("running {}", tool.tool));
                 }
             }
-            _ => {}
+            _ => return,
         }
+        self.draw();
     }
 
     /// Refreshes the countdown; call it a few times a second while a retry waits.
     pub fn tick(&mut self, now_ms: u64) {
-        if let Some(waiting) = self.retry.clone() {
-            let text = countdown(&waiting, now_ms);
-            self.show(&text);
+        if let Some(waiting) = &self.retry {
+            self.wanted = Some(countdown(waiting, now_ms));
+            self.draw();
         }
     }
 
@@ -112,10 +141,12 @@ impl StatusLine {
         self.enabled && self.retry.is_some()
     }
 
-    fn show(&mut self, message: &str) {
-        if !self.enabled {
+    /// Draws the wanted line when it may be drawn, else clears it.
+    fn draw(&mut self) {
+        let Some(message) = self.wanted.clone().filter(|_| self.enabled && self.at_line_start) else {
+            self.clear();
             return;
-        }
+        };
         let mut shared = self.shared.0.lock().unwrap_or_else(PoisonError::into_inner);
         if shared.paused {
             return;
@@ -128,10 +159,10 @@ impl StatusLine {
             bar.enable_steady_tick(Duration::from_millis(100));
             bar
         });
-        bar.set_message(message.to_owned());
+        bar.set_message(message);
     }
 
-    fn hide(&mut self) {
+    fn clear(&mut self) {
         let bar = self.shared.0.lock().unwrap_or_else(PoisonError::into_inner).bar.take();
         if let Some(bar) = bar {
             bar.finish_and_clear();
@@ -141,7 +172,7 @@ impl StatusLine {
 
 impl Drop for StatusLine {
     fn drop(&mut self) {
-        self.hide();
+        self.clear();
     }
 }
 
@@ -173,6 +204,26 @@ mod tests {
     }
 
     #[test]
+    fn the_line_is_not_drawn_while_the_output_stands_mid_line() {
+        let id = session_core::SessionId::parse("ses_dd6625676ffenvG7tTSo20Q3Ko").unwrap();
+        let mut line = StatusLine::new(true);
+        line.event(&BusEvent::SessionStatus { session_id: id.clone(), status: SessionStatus::Busy }, 0);
+        assert!(line.shared.0.lock().unwrap().bar.is_some(), "drawn at the start of a line");
+        // Half a sentence went out: the line goes before, and stays away.
+        line.suspend(|| Ok::<bool, ()>(false)).unwrap();
+        assert!(line.shared.0.lock().unwrap().bar.is_none());
+        line.event(&BusEvent::SessionStatus { session_id: id.clone(), status: SessionStatus::Busy }, 0);
+        assert!(line.shared.0.lock().unwrap().bar.is_none(), "not drawn after half a line");
+        line.suspend(|| Ok::<bool, ()>(true)).unwrap();
+        assert!(line.shared.0.lock().unwrap().bar.is_some(), "back once the line ended");
+        line.pause();
+        line.event(&BusEvent::SessionStatus { session_id: id, status: SessionStatus::Busy }, 0);
+        assert!(line.shared.0.lock().unwrap().bar.is_none(), "nothing drawn while a question waits");
+        line.resume();
+        assert!(line.shared.0.lock().unwrap().bar.is_some());
+    }
+
+    #[test]
     fn a_disabled_line_draws_nothing_and_never_counts_down() {
         let mut line = StatusLine::new(false);
         line.event(
@@ -184,6 +235,6 @@ mod tests {
         );
         assert!(line.shared.0.lock().unwrap().bar.is_none());
         assert!(!line.counting_down());
-        assert_eq!(line.suspend(|| 7), 7);
+        assert_eq!(line.suspend(|| Ok::<bool, ()>(true)), Ok(()));
     }
 }

@@ -30,6 +30,9 @@ pub const RETRY_MAX_DELAY_MS: u64 = 2_147_483_647;
 pub const RETRY_MAX_RETRIES: u32 = 5;
 /// `metadata.code` of an API error that must never be retried (a tool had already started).
 pub const RETRY_UNSAFE_CODE: &str = "ProviderRetryUnsafeError";
+/// `metadata.code` of a connection a local address refused: no server is running there, and
+/// retrying for a minute will not start one, so the error is shown at once.
+pub const LOCAL_REFUSED_CODE: &str = "LocalConnectionRefused";
 
 /// Attempts (first call included) a configured policy allows when `maxAttempts` is unset.
 const DEFAULT_MAX_ATTEMPTS: u32 = RETRY_MAX_RETRIES + 1;
@@ -429,7 +432,7 @@ pub fn retryable(error: &MessageError, config: Option<&RetryConfig>) -> Option<S
         MessageError::ContextOverflowError { .. } => None,
         MessageError::ApiError { message, status_code, is_retryable, response_body, metadata, .. } => {
             let code = metadata.as_ref().and_then(|metadata| metadata.get("code"));
-            if code.is_some_and(|code| code == RETRY_UNSAFE_CODE) {
+            if code.is_some_and(|code| code == RETRY_UNSAFE_CODE || code == LOCAL_REFUSED_CODE) {
                 return None;
             }
             let retried = match (config, *status_code) {

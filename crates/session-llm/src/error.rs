@@ -112,12 +112,21 @@ impl ProviderApiError {
 pub struct TransportError {
     /// What failed.
     pub message: String,
+    /// A server on this machine or the local network refused the connection: nothing listens
+    /// there, and waiting will not start it, so the error is final at once (a refusal from a
+    /// remote address may be a restart behind a load balancer and is retried, SPEC 7.2).
+    pub refused_locally: bool,
 }
 
 impl TransportError {
     /// A transport error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self { message: message.into(), refused_locally: false }
+    }
+
+    /// A connection to a loopback, private or link-local address was refused.
+    pub fn refused_locally(message: impl Into<String>) -> Self {
+        Self { message: message.into(), refused_locally: true }
     }
 }
 
@@ -160,6 +169,18 @@ impl LlmError {
                 response_body: response_body.clone(),
             },
             Self::Aborted => MessageError::MessageAbortedError { message: "Aborted".to_owned() },
+            // Typed as final (metadata code), whatever retryable words the text carries.
+            Self::Transport(transport) if transport.refused_locally => MessageError::ApiError {
+                message: self.to_string(),
+                status_code: None,
+                is_retryable: false,
+                response_headers: None,
+                response_body: None,
+                metadata: Some(BTreeMap::from([(
+                    "code".to_owned(),
+                    session_core::retry::LOCAL_REFUSED_CODE.to_owned(),
+                )])),
+            },
             other => MessageError::UnknownError { message: other.to_string() },
         }
     }

@@ -108,6 +108,46 @@ fn node_code(err: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
     })
 }
 
+/// True when a socket error in the chain is a refused connection.
+fn is_refused(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(err);
+    while let Some(error) = cause {
+        if error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+/// True when `url`'s host is this machine or the local network: `localhost`, a loopback,
+/// private (RFC 1918, IPv6 unique local) or link-local address.
+pub(crate) fn is_local_url(url: &str) -> bool {
+    use std::net::IpAddr;
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() else {
+        let name = host.trim_end_matches('.').to_ascii_lowercase();
+        return name == "localhost" || name.ends_with(".localhost");
+    };
+    match ip {
+        IpAddr::V4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified(),
+        IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+            Some(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+            None => {
+                ip.is_loopback() || ip.is_unspecified() || ip.is_unique_local() || ip.is_unicast_link_local()
+            }
+        },
+    }
+}
+
 #[async_trait::async_trait]
 impl HttpTransport for ReqwestTransport {
     async fn post(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
@@ -115,7 +155,14 @@ impl HttpTransport for ReqwestTransport {
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        let response = builder.send().await.map_err(|err| TransportError::new(describe(&err)))?;
+        let response = builder.send().await.map_err(|err| {
+            let text = describe(&err);
+            if is_refused(&err) && is_local_url(&request.url) {
+                TransportError::refused_locally(text)
+            } else {
+                TransportError::new(text)
+            }
+        })?;
         let status = response.status().as_u16();
         let mut headers: BTreeMap<String, String> = BTreeMap::new();
         for (name, value) in response.headers() {
@@ -155,6 +202,55 @@ mod describe_tests {
         fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
             Some(&self.0)
         }
+    }
+
+    #[test]
+    fn local_addresses_are_told_from_remote_ones() {
+        for local in [
+            "http://127.0.0.1:11434/v1",
+            "http://localhost:8080/v1",
+            "http://[::1]:1234/v1",
+            "http://10.1.2.3/v1",
+            "http://192.168.0.5:8000",
+            "http://172.16.0.1",
+            "http://169.254.1.1",
+            "http://[fd00::1]/",
+            "http://[fe80::1]/",
+            "http://[::ffff:127.0.0.1]/",
+        ] {
+            assert!(is_local_url(local), "{local}");
+        }
+        for remote in ["https://api.openai.com/v1", "http://8.8.8.8/", "http://[2001:db8::1]/", "not a url"] {
+            assert!(!is_local_url(remote), "{remote}");
+        }
+    }
+
+    #[test]
+    fn a_local_refusal_is_final_and_a_remote_one_is_retried() {
+        let refused = Wrapper(io::Error::new(io::ErrorKind::ConnectionRefused, "Connection refused"));
+        assert!(is_refused(&refused));
+        assert!(!is_refused(&Wrapper(io::Error::other("x"))));
+        let text = describe_chain(&refused);
+        assert!(text.ends_with("(ECONNREFUSED)"), "{text}");
+        let local = LlmError::Transport(TransportError::refused_locally(text.clone())).to_message_error();
+        assert_eq!(session_core::retry::retryable(&local, None), None, "{local:?}");
+        assert!(local.message().contains("ECONNREFUSED"), "the text still says what happened");
+        let remote = LlmError::Transport(TransportError::new(text)).to_message_error();
+        assert!(session_core::retry::retryable(&remote, None).is_some(), "{remote:?}");
+    }
+
+    #[tokio::test]
+    async fn a_closed_loopback_port_is_refused_locally() {
+        // Bind, learn the port, close: nothing listens there afterwards.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let transport = ReqwestTransport::new().unwrap();
+        let request = HttpRequest {
+            url: format!("http://127.0.0.1:{port}/v1/chat/completions"),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"{}"),
+        };
+        let error = transport.post(request).await.unwrap_err();
+        assert!(error.refused_locally, "{error:?}");
     }
 
     #[test]

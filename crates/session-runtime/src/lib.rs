@@ -28,17 +28,17 @@ mod engine;
 
 pub use compose::{
     Assembled, ComposeError, ConfiguredModels, InstructionSources, ResolvedProvider, RuntimeBuilder,
-    RuntimeSetup, StaticModels, assemble, configured_agents, default_agent, instruction_files,
-    instructions_text, mcp_manager, open_store, project_root, user_dir,
+    RuntimeSetup, StaticModels, assemble, config_sources, configured_agents, default_agent, instruction_files,
+    instructions_text, load_config, mcp_manager, open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
-    CostTierConfig, ExperimentalConfig, FsResolver, LoadedConfig, McpKind, McpServerConfig, ModelConfig,
-    ModelCostConfig, ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver, SandboxConfig,
-    ServerConfig, ShellEnvConfig,
-    SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason,
-    api_for_package, combine, discover, discover_from, discover_in, load, mcp_servers, merge, parse_layer,
-    restrict_untrusted, substitute, user_config_dir,
+    CostTierConfig, ExperimentalConfig, FsResolver, KeyOrigin, LoadedConfig, McpKind, McpServerConfig,
+    ModelConfig, ModelCostConfig, ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver,
+    SandboxConfig, ServerConfig, ShellEnvConfig, SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout,
+    TrustList, UntrustedResolver, WarningReason, api_for_package, combine, discover, discover_from,
+    discover_in, key_origins, load, load_layers, mcp_servers, merge, parse_layer, restrict_untrusted,
+    substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, CommandInput, EXPLORE_PROMPT, GENERAL_PROMPT, GitSnapshotter,

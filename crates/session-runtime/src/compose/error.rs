@@ -30,6 +30,18 @@ pub enum ComposeError {
         /// The variables looked at, joined with " or ".
         vars: String,
     },
+    /// The config's key is empty: an `{env:VAR}` whose variable is unset, or `""`.
+    #[error(
+        "no API key for {provider}: provider.{provider}.options.apiKey is empty ({unset}); set it, or {vars}"
+    )]
+    EmptyApiKey {
+        /// The provider.
+        provider: String,
+        /// The provider's own key variables, joined with " or ".
+        vars: String,
+        /// Why it is empty: the `{env:...}` variables of the config that are unset.
+        unset: String,
+    },
     /// A model neither the catalog nor the config lists.
     #[error(
         "unknown model {reference}: it is not in the catalog; run `session models --provider {provider}` or add it under provider.{provider}.models"

@@ -99,8 +99,10 @@ impl ConfiguredModels {
         if key_vars.is_empty() {
             key_vars = default_key_vars(api).iter().map(|v| (*v).to_owned()).collect();
         }
+        // An empty key (an unset `{env:VAR}` substitutes as "") is no key: never sent.
         let api_key = configured
             .and_then(|p| p.options.api_key.clone())
+            .filter(|key| !key.trim().is_empty())
             .or_else(|| key_vars.iter().find_map(|var| self.env.get(var).filter(|v| !v.is_empty()).cloned()));
         let headers = configured
             .map(|p| p.options.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -246,6 +248,21 @@ mod tests {
         assert_eq!(stream_limits(None), StreamLimits::default());
         assert_eq!(stream_limits(Some(Timeout::Millis(300))).idle_timeout, Duration::from_millis(300));
         assert!(stream_limits(Some(Timeout::Disabled)).idle_timeout > Duration::from_secs(86_400 * 365));
+    }
+
+    #[test]
+    fn an_empty_configured_key_is_no_key_and_the_environment_is_asked() {
+        let config: Config = serde_json::from_value(serde_json::json!({"provider": {
+            "openai": {"options": {"apiKey": ""}},
+            "mine": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "https://x.test/v1", "apiKey": " "}}
+        }}))
+        .unwrap();
+        let env = HashMap::from([("OPENAI_API_KEY".to_owned(), "sk-env".to_owned())]);
+        let models = ConfiguredModels::new(Catalog::embedded().unwrap(), config.clone(), env, None).unwrap();
+        assert_eq!(models.resolve_provider("openai").unwrap().api_key.as_deref(), Some("sk-env"));
+        let models =
+            ConfiguredModels::new(Catalog::embedded().unwrap(), config, HashMap::new(), None).unwrap();
+        assert_eq!(models.resolve_provider("mine").unwrap().api_key, None);
     }
 
     #[test]

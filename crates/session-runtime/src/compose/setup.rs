@@ -18,7 +18,8 @@ use super::agents::{configured_agents, default_agent};
 use super::instructions::{InstructionSources, instruction_files, instructions_text};
 use super::models::ConfiguredModels;
 use crate::config::{
-    ConfigWarning, FsResolver, ServerConfig, TrustList, discover_from, load, mcp_servers, user_config_dir,
+    ConfigSources, ConfigWarning, FsResolver, LoadedConfig, ServerConfig, TrustList, discover_from, load,
+    mcp_servers, user_config_dir,
 };
 use crate::engine::{
     GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, TaskTool, parse_model_ref,
@@ -106,8 +107,17 @@ pub fn project_root(cwd: &Path) -> PathBuf {
     crate::config::trust_root(cwd)
 }
 
-/// The layered configuration of `setup`'s project (a project layer in full only when trusted).
-fn load_config(setup: &RuntimeSetup) -> Result<crate::config::LoadedConfig, ComposeError> {
+/// Loads the configuration a runtime of `setup` reads: the user, project and `SESSION_CONFIG`
+/// layers, the project's applied in full only when trusted. `session models` and
+/// `session run` read the same layers through this.
+pub fn load_config(setup: &RuntimeSetup) -> Result<LoadedConfig, ComposeError> {
+    let (sources, resolver) = config_sources(setup);
+    Ok(load(&sources, &resolver)?)
+}
+
+/// The configuration files a runtime of `setup` reads (trust applied), and the resolver of
+/// their substitutions.
+pub fn config_sources(setup: &RuntimeSetup) -> (ConfigSources, FsResolver) {
     // The user layer lives in $XDG_CONFIG_HOME/session when that is set, else ~/.config/session.
     let user_dir = user_dir(&setup.env, setup.home.as_deref());
     let mut sources = discover_from(
@@ -120,8 +130,7 @@ fn load_config(setup: &RuntimeSetup) -> Result<crate::config::LoadedConfig, Comp
     let trust = user_dir.as_deref().map(TrustList::load).unwrap_or_default();
     sources.trusted = trust.trusted;
     let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
-    let loaded = load(&sources, &resolver)?;
-    Ok(loaded)
+    (sources, resolver)
 }
 
 /// The MCP servers the configuration of `setup`'s project names, none started (for
@@ -144,11 +153,28 @@ pub async fn assemble(
     let base_url = setup.base_url.clone().map(|url| (model.provider_id.clone(), url));
     let models = ConfiguredModels::new(Catalog::embedded()?, config.clone(), setup.env.clone(), base_url)?;
     let provider = models.resolve_provider(&model.provider_id)?;
-    if provider.api_key.is_none() && !provider.is_local() {
-        return Err(ComposeError::NoApiKey { provider: provider.id, vars: provider.key_vars.join(" or ") });
-    }
+    // What the user named comes first: a key does not help a model that does not exist.
     if models.resolve_model(&model.provider_id, &model.model_id).is_none() {
         return Err(ComposeError::UnknownModel { reference, provider: model.provider_id.clone() });
+    }
+    if provider.api_key.is_none() && !provider.is_local() {
+        let vars = provider.key_vars.join(" or ");
+        let configured_empty = config
+            .provider
+            .get(&provider.id)
+            .and_then(|p| p.options.api_key.as_deref())
+            .is_some_and(|key| key.trim().is_empty());
+        return Err(match configured_empty {
+            true => ComposeError::EmptyApiKey {
+                provider: provider.id,
+                vars,
+                unset: match resolver.unset_variables() {
+                    unset if unset.is_empty() => "it is set to an empty string".to_owned(),
+                    unset => format!("unset in your environment: {}", unset.join(", ")),
+                },
+            },
+            false => ComposeError::NoApiKey { provider: provider.id, vars },
+        });
     }
 
     std::fs::create_dir_all(&setup.data_dir)

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 pub struct ConfigSources {
     /// The user's files: `~/.config/session/config.json`, then `config.jsonc`.
     pub user: Vec<PathBuf>,
-    /// The project's `session.json` and `session.jsonc` files, outermost directory first.
+    /// The project's `session.json` and `session.jsonc` files, outermost directory first (or,
+    /// where there are none, OpenCode's `opencode.json`, `opencode.jsonc` and the same in
+    /// `.opencode/`).
     pub project: Vec<PathBuf>,
     /// The file named by `SESSION_CONFIG`; it must exist.
     pub explicit: Option<PathBuf>,
@@ -54,6 +56,9 @@ impl ConfigSources {
 /// The file names a directory may hold, in the order they are layered.
 const USER_FILES: [&str; 2] = ["config.json", "config.jsonc"];
 const PROJECT_FILES: [&str; 2] = ["session.json", "session.jsonc"];
+/// OpenCode's project files, read in a project without any of [`PROJECT_FILES`].
+const OPENCODE_FILES: [&str; 4] =
+    ["opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc"];
 
 /// The directory of the user's config files below the home directory.
 pub fn user_config_dir(home: &Path) -> PathBuf {
@@ -68,6 +73,8 @@ pub fn user_config_dir(home: &Path) -> PathBuf {
 ///   home folder, whichever comes first; outside both, `start_dir` alone (a walk up to `/tmp`
 ///   or `/` would read other people's files). Outer directories come first, so the one
 ///   nearest to `start_dir` wins;
+///   Where no directory of the walk holds either, OpenCode's files are read in their place:
+///   `opencode.json`, `opencode.jsonc`, `.opencode/opencode.json` and `.opencode/opencode.jsonc`;
 /// - the explicit layer: `session_config` (the value of `SESSION_CONFIG`, which the caller
 ///   reads), relative to `start_dir`.
 ///
@@ -109,7 +116,11 @@ pub fn discover_from(
         dirs.truncate(1);
     }
     let project_root = dirs.last().map(|dir| dir.to_path_buf());
-    let project = dirs.iter().rev().flat_map(|dir| existing(dir, &PROJECT_FILES)).collect();
+    let mut project: Vec<PathBuf> = dirs.iter().rev().flat_map(|dir| existing(dir, &PROJECT_FILES)).collect();
+    if project.is_empty() {
+        // An OpenCode project keeps its config: its files are read when no session.json is.
+        project = dirs.iter().rev().flat_map(|dir| existing(dir, &OPENCODE_FILES)).collect();
+    }
 
     let project_markdown = dirs
         .iter()

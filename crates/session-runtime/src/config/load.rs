@@ -55,6 +55,15 @@ pub fn parse_layer(text: &str, path: &Path, resolver: &dyn Resolver) -> Result<C
 
 /// Loads every file of `sources` through `resolver` and merges them, lowest layer first.
 pub fn load(sources: &ConfigSources, resolver: &dyn Resolver) -> Result<LoadedConfig, ConfigError> {
+    combine(load_layers(sources, resolver)?)
+}
+
+/// Reads and checks every file of `sources`, lowest layer first, without merging them
+/// (`session config check` shows where each key came from).
+pub fn load_layers(
+    sources: &ConfigSources,
+    resolver: &dyn Resolver,
+) -> Result<Vec<ConfigLayer>, ConfigError> {
     let mut layers = Vec::new();
     for path in sources.files() {
         let explicit = sources.explicit.as_deref() == Some(path);
@@ -87,7 +96,7 @@ pub fn load(sources: &ConfigSources, resolver: &dyn Resolver) -> Result<LoadedCo
         };
         layers.push(parse_layer(&text, path, resolver)?);
     }
-    combine(layers)
+    Ok(layers)
 }
 
 /// A project layer of an untrusted folder: read through `resolver` (no environment, no file

@@ -25,18 +25,30 @@ pub trait Resolver {
 pub struct FsResolver {
     env: HashMap<String, String>,
     home: Option<PathBuf>,
+    /// The variables asked for that were unset or empty, so an error can name them (an
+    /// `{env:VAR}` API key that came out empty).
+    unset: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl FsResolver {
     /// A resolver that sees exactly these variables and this home directory.
     pub fn new(env: impl IntoIterator<Item = (String, String)>, home: Option<PathBuf>) -> Self {
-        Self { env: env.into_iter().collect(), home }
+        Self { env: env.into_iter().collect(), home, unset: Default::default() }
+    }
+
+    /// The variables substitutions asked for that were unset or empty, sorted.
+    pub fn unset_variables(&self) -> Vec<String> {
+        self.unset.borrow().iter().cloned().collect()
     }
 }
 
 impl Resolver for FsResolver {
     fn env_var(&self, name: &str) -> Option<String> {
-        self.env.get(name).cloned()
+        let value = self.env.get(name).cloned();
+        if value.as_deref().is_none_or(str::is_empty) {
+            self.unset.borrow_mut().insert(name.to_owned());
+        }
+        value
     }
 
     fn home_dir(&self) -> Option<PathBuf> {
@@ -201,6 +213,20 @@ mod tests {
             run(r#"{"a": "{env:KEY}", "b": "{env:MISSING}", "c": "{env:EMPTY}", "n": {env:NUM}}"#).unwrap(),
             r#"{"a": "sk-1", "b": "", "c": "", "n": 42}"#
         );
+    }
+
+    #[test]
+    fn the_resolver_names_the_variables_that_were_unset_or_empty() {
+        let resolver =
+            FsResolver::new([("SET".to_owned(), "v".to_owned()), ("EMPTY".to_owned(), String::new())], None);
+        let text = substitute(
+            r#"{"a": "{env:SET}", "b": "{env:EMPTY}", "c": "{env:GONE}"}"#,
+            Path::new("x.json"),
+            &resolver,
+        )
+        .unwrap();
+        assert_eq!(text, r#"{"a": "v", "b": "", "c": ""}"#);
+        assert_eq!(resolver.unset_variables(), ["EMPTY", "GONE"]);
     }
 
     #[test]

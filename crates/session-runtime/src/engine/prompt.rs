@@ -176,7 +176,7 @@ impl Runtime {
             &agent.name,
             &model,
             input.format.clone(),
-            vec![text_part(&input.text)],
+            std::iter::once(text_part(&input.text)).chain(input.attachments.iter().cloned()).collect(),
         )
         .await
     }

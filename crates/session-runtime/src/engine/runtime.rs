@@ -99,6 +99,9 @@ pub struct PromptInput {
     pub model: Option<ModelRef>,
     /// The model variant (reasoning effort), over the model's and the agent's.
     pub variant: Option<String>,
+    /// More parts of the user message, after its text: attached files (`session run -f`) and
+    /// the text they were inlined as.
+    pub attachments: Vec<PartKind>,
     /// The answer's format: a JSON schema makes the model answer through the
     /// `StructuredOutput` tool and the message carry the result in `structured`.
     pub format: Option<OutputFormat>,

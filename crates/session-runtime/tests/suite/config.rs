@@ -413,6 +413,23 @@ fn without_a_git_root_the_walk_stops_at_home_or_reads_the_start_folder_only() {
 }
 
 #[test]
+fn an_opencode_project_config_is_read_where_no_session_json_is() {
+    let tree = Tree::new();
+    tree.write("repo/.git/HEAD", "ref: refs/heads/main\n");
+    let json = tree.write("repo/opencode.json", r#"{"model": "a/json"}"#);
+    let dotted = tree.write("repo/app/.opencode/opencode.jsonc", r#"{"small_model": "a/small"}"#);
+    let loaded = tree.load("repo/app", None, &[]).unwrap();
+    assert_eq!(loaded.files, [json.clone(), dotted.clone()]);
+    assert_eq!(loaded.config.model.as_deref(), Some("a/json"));
+    assert_eq!(loaded.config.small_model.as_deref(), Some("a/small"));
+    // A session.json anywhere in the walk is this runtime's own config: OpenCode's is left alone.
+    let own = tree.write("repo/session.json", r#"{"model": "a/own"}"#);
+    let loaded = tree.load("repo/app", None, &[]).unwrap();
+    assert_eq!(loaded.files, [own]);
+    assert!(!loaded.files.contains(&json) && !loaded.files.contains(&dotted));
+}
+
+#[test]
 fn both_spellings_in_one_directory_load_json_then_jsonc() {
     let tree = Tree::new();
     let json = tree.write("repo/session.json", r#"{"model": "a/json", "small_model": "a/small"}"#);
