@@ -6,6 +6,7 @@ mod crash;
 mod demo;
 mod faults;
 mod long;
+mod opencode_cli;
 mod replay;
 mod run;
 mod security;

@@ -22,11 +22,13 @@ mod asker;
 mod auth;
 mod body;
 mod cluster;
+mod compat;
 mod error;
 mod events;
 mod notice;
 mod openapi;
 mod routes;
+mod session_info;
 
 use std::sync::Arc;
 
@@ -40,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 pub use access::{Access, AllowedOrigin, OriginError};
 pub use asker::BusAsker;
 pub use cluster::ClusterLink;
+pub use compat::{ClientConfig, ServerInfo, ShareMode};
 pub use error::ServerError;
 pub use events::{Permission, PermissionTime};
 pub use notice::{Notice, NoticeBody};
@@ -65,6 +68,8 @@ pub struct ServerParts {
     /// Cancelled to end the event streams and the background tasks (the caller also passes
     /// it to its graceful shutdown).
     pub shutdown: CancellationToken,
+    /// Folders and configuration shown to clients.
+    pub info: ServerInfo,
 }
 
 impl ServerParts {
@@ -75,7 +80,15 @@ impl ServerParts {
         permissions: Arc<PermissionEngine>,
         access: Access,
     ) -> Self {
-        Self { runtime, store, permissions, access, cluster: None, shutdown: CancellationToken::new() }
+        Self {
+            runtime,
+            store,
+            permissions,
+            access,
+            cluster: None,
+            shutdown: CancellationToken::new(),
+            info: ServerInfo::default(),
+        }
     }
 }
 
@@ -94,31 +107,48 @@ pub(crate) struct AppState {
     store: Arc<dyn Store>,
     permissions: Arc<PermissionEngine>,
     hub: events::Hub,
+    statuses: events::Statuses,
     cluster: Option<Arc<cluster::Outbox>>,
     shutdown: CancellationToken,
+    info: ServerInfo,
 }
 
 /// The router over `parts`. It starts the tasks that carry bus events (and the other
 /// instances' notices) to `/event` until `parts.shutdown`, so it must be called inside a Tokio
 /// runtime.
 pub fn router(parts: ServerParts) -> Router {
-    let ServerParts { runtime, store, permissions, access, cluster, shutdown } = parts;
-    let hub = events::Hub::new();
+    let ServerParts { runtime, store, permissions, access, cluster, shutdown, info } = parts;
+    let hub = events::Hub::new(&runtime.worktree().to_string_lossy());
+    let statuses = events::Statuses::default();
     let outbox = cluster.map(|link| {
         let receiver = cluster::Receiver {
             runtime: runtime.clone(),
             store: store.clone(),
             permissions: permissions.clone(),
             hub: hub.clone(),
+            statuses: statuses.clone(),
         };
         cluster::start(link, store.owner().to_owned(), receiver, &shutdown)
     });
-    events::spawn_translator(runtime.bus().subscribe(), hub.clone(), outbox.clone(), shutdown.clone());
-    let state = Arc::new(AppState { runtime, store, permissions, hub, cluster: outbox, shutdown });
+    events::spawn_translator(
+        runtime.bus().subscribe(),
+        hub.clone(),
+        statuses.clone(),
+        outbox.clone(),
+        shutdown.clone(),
+    );
+    let state =
+        Arc::new(AppState { runtime, store, permissions, hub, statuses, cluster: outbox, shutdown, info });
     let router = Router::new()
         .route("/doc", get(routes::doc))
         .route("/event", get(events::stream))
+        .route("/global/event", get(events::global_stream))
+        .route("/path", get(compat::path))
+        .route("/config", get(compat::config))
+        .route("/permission", get(compat::pending_permissions))
+        .route("/permission/{requestID}/reply", post(compat::reply))
         .route("/session", get(routes::list_sessions).post(routes::create_session))
+        .route("/session/status", get(compat::session_status))
         .route("/session/{id}", get(routes::get_session).delete(routes::delete_session))
         .route("/session/{id}/message", get(routes::messages).post(routes::prompt))
         .route("/session/{id}/prompt_async", post(routes::prompt_async))

@@ -1,5 +1,6 @@
 //! Agents: a system prompt, a permission ruleset, an optional model and a step limit.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use session_core::{
@@ -30,6 +31,17 @@ CRITICAL - MAXIMUM STEPS REACHED\n\nThe maximum number of steps allowed for this
 reached. Tools are disabled until next user input. Respond with text only.\n\nSTRICT \
 REQUIREMENTS:\n1. Do NOT make any tool calls.\n2. Summarize the work done so far.\n3. List any \
 remaining tasks that were not completed.\n4. Recommend what should be done next.";
+
+/// `agent` with a session's own rules after its own (last match wins, so the session's
+/// narrow it); borrowed as it is when the session has none.
+pub(crate) fn with_session_rules<'a>(agent: &'a Agent, session_rules: &[Rule]) -> Cow<'a, Agent> {
+    if session_rules.is_empty() {
+        return Cow::Borrowed(agent);
+    }
+    let mut narrowed = agent.clone();
+    narrowed.ruleset.extend(session_rules.iter().cloned());
+    Cow::Owned(narrowed)
+}
 
 /// An agent the runtime can run.
 #[derive(Debug, Clone)]
