@@ -311,11 +311,9 @@ impl Receiver {
             NoticeBody::MessageRemoved { message } => {
                 self.emit(&BusEvent::MessageRemoved { session_id: session, message_id: message });
             }
-            NoticeBody::PartRemoved { message, part } => self.emit(&BusEvent::PartRemoved {
-                session_id: session,
-                message_id: message,
-                part_id: part,
-            }),
+            NoticeBody::PartRemoved { message, part } => {
+                self.emit(&BusEvent::PartRemoved { session_id: session, message_id: message, part_id: part })
+            }
             NoticeBody::PermissionUpdated { permission } => {
                 self.emit(&BusEvent::PermissionAsked(Box::new(permission.to_ask())));
             }

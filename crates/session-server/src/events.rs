@@ -357,8 +357,11 @@ mod tests {
         };
         assert_eq!(
             wire_events(&event, 5),
-            vec![("session.diff", json!({"sessionID": "ses_1", "diff": [
-                {"file": "src/a.rs", "additions": 2, "deletions": 1, "status": "modified"}]}))]
+            vec![(
+                "session.diff",
+                json!({"sessionID": "ses_1", "diff": [
+                {"file": "src/a.rs", "additions": 2, "deletions": 1, "status": "modified"}]})
+            )]
         );
     }
 
@@ -391,8 +394,11 @@ mod tests {
         };
         assert_eq!(
             wire_events(&delta, 8),
-            vec![("message.part.delta", json!({"sessionID": "ses_1", "messageID": "msg_1",
-                "partID": "prt_1", "field": "text", "delta": "lo"}))]
+            vec![(
+                "message.part.delta",
+                json!({"sessionID": "ses_1", "messageID": "msg_1",
+                "partID": "prt_1", "field": "text", "delta": "lo"})
+            )]
         );
     }
 
@@ -411,9 +417,12 @@ mod tests {
         };
         assert_eq!(
             wire_events(&BusEvent::PermissionAsked(Box::new(ask)), 1),
-            vec![("permission.asked", json!({"id": "per_1", "sessionID": "ses_1", "permission": "bash",
+            vec![(
+                "permission.asked",
+                json!({"id": "per_1", "sessionID": "ses_1", "permission": "bash",
                 "patterns": ["ls"], "always": ["ls *"], "metadata": {},
-                "tool": {"messageID": "msg_1", "callID": "call_1"}}))]
+                "tool": {"messageID": "msg_1", "callID": "call_1"}})
+            )]
         );
         let replied = BusEvent::PermissionReplied {
             session_id: id("ses_1"),
@@ -422,7 +431,10 @@ mod tests {
         };
         assert_eq!(
             wire_events(&replied, 1),
-            vec![("permission.replied", json!({"sessionID": "ses_1", "requestID": "per_1", "reply": "always"}))]
+            vec![(
+                "permission.replied",
+                json!({"sessionID": "ses_1", "requestID": "per_1", "reply": "always"})
+            )]
         );
     }
 
@@ -457,7 +469,8 @@ mod tests {
     fn statuses_forget_idle_sessions_and_answered_asks() {
         let statuses = Statuses::default();
         let session: SessionId = id("ses_1");
-        statuses.observe(&BusEvent::SessionStatus { session_id: session.clone(), status: SessionStatus::Busy });
+        statuses
+            .observe(&BusEvent::SessionStatus { session_id: session.clone(), status: SessionStatus::Busy });
         assert_eq!(statuses.snapshot().get("ses_1"), Some(&SessionStatus::Busy));
         let ask = PermissionAsk {
             id: id("per_1"),

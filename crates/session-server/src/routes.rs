@@ -197,7 +197,9 @@ pub(crate) async fn delete_session(
     let session = session(&state, &id).await?;
     state.runtime.cancel(&session.id);
     state.store.delete_session(&session.id).await?;
-    state.hub.publish("session.deleted", json!({"sessionID": session.id, "info": SessionInfo::new(&session)}));
+    state
+        .hub
+        .publish("session.deleted", json!({"sessionID": session.id, "info": SessionInfo::new(&session)}));
     Ok(Json(true))
 }
 
