@@ -74,7 +74,7 @@ async function main() {
   check(got.data.id === session.id, "session.get", got.data);
 
   // Answer the permission ask as soon as it is published.
-  const answered = waitFor("permission.updated", (e) => e.type === "permission.updated" && e.properties.sessionID === session.id)
+  const answered = waitFor("permission.asked", (e) => e.type === "permission.asked" && e.properties.sessionID === session.id)
     .then(async (event) => {
       const reply = await client.postSessionIdPermissionsPermissionId({
         path: { id: session.id, permissionID: event.properties.id },
@@ -111,13 +111,17 @@ async function main() {
   check(tool.state.output.includes("SECRET=1"), "the tool read the file", tool.state);
 
   await waitFor("session.idle", (e) => e.type === "session.idle" && e.properties.sessionID === session.id);
-  await waitFor("permission.replied", (e) => e.type === "permission.replied" && e.properties.permissionID === permission.id);
+  await waitFor("permission.replied", (e) => e.type === "permission.replied" && e.properties.requestID === permission.id && e.properties.reply === "once");
   const types = [...new Set(seen.map((e) => e.type))];
-  for (const wanted of ["server.connected", "session.created", "session.status", "message.updated", "message.part.updated", "permission.updated", "permission.replied", "session.idle"]) {
+  for (const wanted of ["server.connected", "session.created", "session.status", "message.updated", "message.part.updated", "message.part.delta", "permission.asked", "permission.replied", "session.idle"]) {
     check(types.includes(wanted), `the stream carried ${wanted}`, types);
   }
-  const streamed = seen.some((e) => e.type === "message.part.updated" && typeof e.properties.delta === "string");
-  check(streamed, "text streamed as message.part.updated with a delta", types);
+  // OpenCode 1.18's shapes: every event has an id, and text grows by message.part.delta.
+  check(seen.every((e) => typeof e.id === "string" && e.id.startsWith("evt_")), "every event has an evt_ id", seen.slice(0, 3));
+  const streamed = seen.some((e) => e.type === "message.part.delta" && e.properties.sessionID === session.id && e.properties.field === "text" && typeof e.properties.delta === "string");
+  check(streamed, "text streamed as message.part.delta", types);
+  const updated = seen.find((e) => e.type === "message.part.updated" && e.properties.part.sessionID === session.id);
+  check(updated && updated.properties.sessionID === session.id && typeof updated.properties.time === "number", "message.part.updated carries sessionID and time", updated);
 
   const aborted = await client.session.abort({ path: { id: session.id }, throwOnError: true });
   check(aborted.data === true, "abort answers true", aborted.data);
@@ -131,7 +135,7 @@ async function main() {
   check(deleted.data === true, "delete answers true", deleted.data);
   await waitFor("session.deleted", (e) => e.type === "session.deleted" && e.properties.info.id === session.id);
 
-  console.log(JSON.stringify({ ok: true, session: session.id, permission: permission.type, text, events: types }));
+  console.log(JSON.stringify({ ok: true, session: session.id, permission: permission.permission, text, events: types }));
   // The event stream never ends by itself.
   process.exit(0);
   await pump;

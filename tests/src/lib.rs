@@ -67,3 +67,53 @@ pub fn mock_project(dir: &Path, base_url: &str, context: u64, output: u64) -> st
     let home = dir.parent().ok_or_else(|| std::io::Error::other("the project has no parent folder"))?;
     session_testkit::trust_folder(home, dir)
 }
+
+/// A `session serve` child process, killed when dropped however the test ends.
+#[derive(Debug)]
+pub struct ServeProcess {
+    child: std::process::Child,
+    /// The address it listens on, `http://127.0.0.1:<port>`.
+    pub url: String,
+    /// The second line it printed (where its token is).
+    pub token_line: String,
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `session serve --port 0 <args>` in `project` with `HOME` at `home` and its data
+/// under `home/data`, and waits for its address.
+pub fn start_serve(project: &Path, home: &Path, args: &[&str]) -> std::io::Result<ServeProcess> {
+    use std::io::BufRead as _;
+    let mut child = Command::new(session_binary()?)
+        .args(["serve", "--port", "0"])
+        .args(args)
+        .current_dir(project)
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("SESSION_CONFIG")
+        .env_remove("SESSION_SERVER_TOKEN")
+        .env_remove("OPENCODE_SERVER_PASSWORD")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+    let mut process = ServeProcess { child, url: String::new(), token_line: String::new() };
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    reader.read_line(&mut process.token_line)?;
+    process.url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .filter(|url| url.starts_with("http://"))
+        .ok_or_else(|| std::io::Error::other(format!("session serve did not start: {line:?}")))?
+        .to_owned();
+    Ok(process)
+}

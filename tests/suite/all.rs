@@ -9,6 +9,7 @@ mod demo;
 mod faults;
 mod long;
 mod mcp;
+mod opencode_cli;
 mod replay;
 mod run;
 mod sandbox;

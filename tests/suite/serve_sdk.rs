@@ -4,13 +4,11 @@
 //! OpenCode's own clients send `OPENCODE_SERVER_PASSWORD` (Basic, user `opencode`). The test
 //! fails, and does not skip, when node, npm or the registry is unavailable.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use serde_json::{Value, json};
-use session_e2e::session_binary;
+use session_e2e::start_serve;
 use session_llm::{Api, Script};
 use session_testkit::TestServer;
 
@@ -68,16 +66,6 @@ fn project(dir: &Path, base_url: &str) {
     session_testkit::trust_folder(dir.parent().unwrap(), dir).unwrap();
 }
 
-/// Kills the server when the test ends, however it ends.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_opencode_sdk_drives_session_serve() {
     let sdk = tokio::task::spawn_blocking(install_sdk).await.unwrap();
@@ -96,36 +84,15 @@ async fn the_opencode_sdk_drives_session_serve() {
     let project_dir = dir.path().join("project");
     project(&project_dir, &provider.base_url(Api::OpenAiChat));
 
-    let binary = session_binary().unwrap();
-    let mut child = Command::new(binary)
-        .args(["serve", "--port", "0", "--model", "mock/m", "--require-token"])
-        .current_dir(&project_dir)
-        .env("HOME", dir.path())
-        .env("XDG_DATA_HOME", dir.path().join("data"))
-        .env_remove("SESSION_CONFIG")
-        .env_remove("SESSION_SERVER_TOKEN")
-        .env_remove("OPENCODE_SERVER_PASSWORD")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let (line, token_line) = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::task::spawn_blocking(move || {
-            let mut reader = BufReader::new(stdout);
-            let (mut line, mut token_line) = (String::new(), String::new());
-            reader.read_line(&mut line).unwrap();
-            reader.read_line(&mut token_line).unwrap();
-            (line, token_line)
-        }),
-    )
+    let server = tokio::task::spawn_blocking({
+        let (project_dir, home) = (project_dir.clone(), dir.path().to_owned());
+        move || start_serve(&project_dir, &home, &["--model", "mock/m", "--require-token"])
+    })
     .await
-    .expect("session serve did not start in time")
+    .unwrap()
     .unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let (url, token_line) = (server.url.clone(), server.token_line.clone());
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     // The second line says where the token is, and does not show it.
     let token_file = dir.path().join("data/session/server.token");
     assert!(token_line.contains(&token_file.display().to_string()), "{token_line}");

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use session_runtime::Runtime;
-use session_server::{Access, AllowedOrigin, BusAsker, ClusterLink, ServerParts};
+use session_runtime::{Runtime, user_dir};
+use session_server::{Access, AllowedOrigin, BusAsker, ClientConfig, ClusterLink, ServerInfo, ServerParts};
 use session_store::{PgConfig, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -177,6 +177,16 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let shutdown = CancellationToken::new();
     let mcp = assembled.mcp;
     let mut parts = ServerParts::new(runtime.clone(), store.clone(), assembled.permissions, access);
+    let home = options.setup.home.clone().unwrap_or_default();
+    parts.info = ServerInfo {
+        config: user_dir(&options.setup.env, Some(&home)).unwrap_or_default(),
+        home,
+        state: options.setup.data_dir.clone(),
+        client_config: ClientConfig {
+            model: Some(format!("{}/{}", assembled.model.provider_id, assembled.model.model_id)),
+            ..ClientConfig::default()
+        },
+    };
     parts.cluster = cluster;
     parts.mcp = mcp.clone();
     parts.shutdown = shutdown.clone();

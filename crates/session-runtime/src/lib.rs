@@ -28,8 +28,8 @@ mod engine;
 
 pub use compose::{
     Assembled, ComposeError, ConfiguredModels, InstructionSources, ResolvedProvider, RuntimeBuilder,
-    RuntimeSetup, StaticModels, assemble, config_sources, configured_agents, default_agent, instruction_files,
-    instructions_text, load_config, mcp_manager, open_store, project_root, user_dir,
+    RuntimeSetup, StaticModels, assemble, config_sources, configured_agents, default_agent,
+    instruction_files, instructions_text, load_config, mcp_manager, open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use session_core::{Message, PermissionId, SessionId, permission::Reply};
 use session_runtime::{BusEvent, Clock as _, Runtime, SessionStatus, SystemClock};
 use session_store::{NoticeListener, Notifier, NotifyError, PgConfig, Store, encode_notice};
@@ -15,7 +15,7 @@ use session_tools::PermissionEngine;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{Hub, Permission};
+use crate::events::{Hub, Permission, Statuses};
 use crate::notice::{Notice, NoticeBody};
 
 /// Streaming text reaches the other instances as a re-read part at most this often per part
@@ -54,6 +54,7 @@ pub(crate) struct Receiver {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) permissions: Arc<PermissionEngine>,
     pub(crate) hub: Hub,
+    pub(crate) statuses: Statuses,
 }
 
 /// Starts sending this instance's notices (`origin` tells them apart) and carrying out the
@@ -241,6 +242,12 @@ fn short_status(status: &SessionStatus) -> SessionStatus {
 }
 
 impl Receiver {
+    /// Publishes an event of another instance to this one's clients, noting statuses and asks.
+    fn emit(&self, event: &BusEvent) {
+        self.statuses.observe(event);
+        self.hub.publish_bus(event);
+    }
+
     /// Carries out one notice from another instance.
     async fn carry_out(&self, notice: Notice) {
         let session = notice.session;
@@ -255,21 +262,27 @@ impl Receiver {
                 self.permissions.reply(&permission, response, None);
             }
             NoticeBody::SessionCreated | NoticeBody::SessionUpdated => {
-                let kind = notice.body.kind();
                 match self.store.get_session(&session).await {
-                    Ok(info) => self.hub.publish(kind, json!({"info": info})),
+                    Ok(info) => {
+                        let info = Box::new(info);
+                        self.emit(&if matches!(notice.body, NoticeBody::SessionCreated) {
+                            BusEvent::SessionCreated { info }
+                        } else {
+                            BusEvent::SessionUpdated { info }
+                        });
+                    }
                     Err(error) => tracing::debug!(%error, "a notified session is not readable"),
                 }
             }
             NoticeBody::SessionStatus { status } => {
-                self.hub.publish("session.status", json!({"sessionID": session, "status": status}));
+                self.emit(&BusEvent::SessionStatus { session_id: session, status });
             }
             NoticeBody::SessionDiff { diff } => {
-                self.hub.publish("session.diff", json!({"sessionID": session, "diff": diff}));
+                self.emit(&BusEvent::SessionDiff { session_id: session, diff });
             }
-            NoticeBody::SessionIdle => self.hub.publish("session.idle", json!({"sessionID": session})),
+            NoticeBody::SessionIdle => self.emit(&BusEvent::SessionIdle { session_id: session }),
             NoticeBody::SessionCompacted => {
-                self.hub.publish("session.compacted", json!({"sessionID": session}))
+                self.emit(&BusEvent::SessionCompacted { session_id: session });
             }
             NoticeBody::SessionError => {
                 // The error is the one the newest failed assistant message carries.
@@ -280,36 +293,37 @@ impl Receiver {
                     }),
                     Err(_) => None,
                 };
-                let mut properties = json!({"sessionID": session});
-                if let (Some(error), Some(object)) = (error, properties.as_object_mut()) {
-                    object.insert("error".into(), serde_json::to_value(error).unwrap_or(Value::Null));
+                match error {
+                    Some(error) => self.emit(&BusEvent::SessionError { session_id: session, error }),
+                    None => self.hub.publish("session.error", json!({"sessionID": session})),
                 }
-                self.hub.publish("session.error", properties);
             }
             NoticeBody::MessageUpdated { message } => {
                 if let Some(message) = self.read_message(&session, message.as_str()).await {
-                    self.hub.publish("message.updated", json!({"info": message}));
+                    self.emit(&BusEvent::MessageUpdated { info: Box::new(message) });
                 }
             }
             NoticeBody::PartUpdated { part, .. } => {
                 if let Some(part) = self.read_part(&session, part.as_str()).await {
-                    self.hub.publish("message.part.updated", json!({"part": part}));
+                    self.emit(&BusEvent::PartUpdated { part: Box::new(part) });
                 }
             }
             NoticeBody::MessageRemoved { message } => {
-                self.hub.publish("message.removed", json!({"sessionID": session, "messageID": message}));
+                self.emit(&BusEvent::MessageRemoved { session_id: session, message_id: message });
             }
-            NoticeBody::PartRemoved { message, part } => self.hub.publish(
-                "message.part.removed",
-                json!({"sessionID": session, "messageID": message, "partID": part}),
-            ),
+            NoticeBody::PartRemoved { message, part } => {
+                self.emit(&BusEvent::PartRemoved { session_id: session, message_id: message, part_id: part })
+            }
             NoticeBody::PermissionUpdated { permission } => {
-                self.hub.publish("permission.updated", json!(permission));
+                self.emit(&BusEvent::PermissionAsked(Box::new(permission.to_ask())));
             }
-            NoticeBody::PermissionReplied { permission, response } => self.hub.publish(
-                "permission.replied",
-                json!({"sessionID": session, "permissionID": permission, "response": response}),
-            ),
+            NoticeBody::PermissionReplied { permission, response } => {
+                self.emit(&BusEvent::PermissionReplied {
+                    session_id: session,
+                    permission_id: permission,
+                    response,
+                });
+            }
         }
     }
 

@@ -23,12 +23,14 @@ mod auth;
 mod body;
 mod cluster;
 mod commands;
+mod compat;
 mod error;
 mod events;
 mod mcp;
 mod notice;
 mod openapi;
 mod routes;
+mod session_info;
 
 use std::sync::Arc;
 
@@ -43,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 pub use access::{Access, AllowedOrigin, OriginError};
 pub use asker::BusAsker;
 pub use cluster::ClusterLink;
+pub use compat::{ClientConfig, ServerInfo, ShareMode};
 pub use error::ServerError;
 pub use events::{Permission, PermissionTime};
 pub use notice::{Notice, NoticeBody};
@@ -70,6 +73,8 @@ pub struct ServerParts {
     pub shutdown: CancellationToken,
     /// The runtime's MCP servers, for `GET /mcp` (none by default).
     pub mcp: Arc<McpManager>,
+    /// Folders and configuration shown to clients.
+    pub info: ServerInfo,
 }
 
 impl ServerParts {
@@ -88,6 +93,7 @@ impl ServerParts {
             cluster: None,
             shutdown: CancellationToken::new(),
             mcp: Arc::new(McpManager::new(Vec::new())),
+            info: ServerInfo::default(),
         }
     }
 }
@@ -107,33 +113,59 @@ pub(crate) struct AppState {
     store: Arc<dyn Store>,
     permissions: Arc<PermissionEngine>,
     hub: events::Hub,
+    statuses: events::Statuses,
     cluster: Option<Arc<cluster::Outbox>>,
     shutdown: CancellationToken,
     mcp: Arc<McpManager>,
+    info: ServerInfo,
 }
 
 /// The router over `parts`. It starts the tasks that carry bus events (and the other
 /// instances' notices) to `/event` until `parts.shutdown`, so it must be called inside a Tokio
 /// runtime.
 pub fn router(parts: ServerParts) -> Router {
-    let ServerParts { runtime, store, permissions, access, cluster, shutdown, mcp } = parts;
-    let hub = events::Hub::new();
+    let ServerParts { runtime, store, permissions, access, cluster, shutdown, mcp, info } = parts;
+    let hub = events::Hub::new(&runtime.worktree().to_string_lossy());
+    let statuses = events::Statuses::default();
     let outbox = cluster.map(|link| {
         let receiver = cluster::Receiver {
             runtime: runtime.clone(),
             store: store.clone(),
             permissions: permissions.clone(),
             hub: hub.clone(),
+            statuses: statuses.clone(),
         };
         cluster::start(link, store.owner().to_owned(), receiver, &shutdown)
     });
-    events::spawn_translator(runtime.bus().subscribe(), hub.clone(), outbox.clone(), shutdown.clone());
-    let state = Arc::new(AppState { runtime, store, permissions, hub, cluster: outbox, shutdown, mcp });
+    events::spawn_translator(
+        runtime.bus().subscribe(),
+        hub.clone(),
+        statuses.clone(),
+        outbox.clone(),
+        shutdown.clone(),
+    );
+    let state = Arc::new(AppState {
+        runtime,
+        store,
+        permissions,
+        hub,
+        statuses,
+        cluster: outbox,
+        shutdown,
+        mcp,
+        info,
+    });
     let router = Router::new()
         .route("/doc", get(routes::doc))
         .route("/event", get(events::stream))
+        .route("/global/event", get(events::global_stream))
+        .route("/path", get(compat::path))
+        .route("/config", get(compat::config))
+        .route("/permission", get(compat::pending_permissions))
+        .route("/permission/{requestID}/reply", post(compat::reply))
         .route("/mcp", get(mcp::status))
         .route("/session", get(routes::list_sessions).post(routes::create_session))
+        .route("/session/status", get(compat::session_status))
         .route("/session/{id}", get(routes::get_session).delete(routes::delete_session))
         .route("/session/{id}/message", get(routes::messages).post(routes::prompt))
         .route("/session/{id}/prompt_async", post(routes::prompt_async))

@@ -10,9 +10,15 @@ use serde_json::{Value, json};
 pub(crate) const ROUTES: &[(&str, &str)] = &[
     ("get", "/doc"),
     ("get", "/event"),
+    ("get", "/global/event"),
+    ("get", "/path"),
+    ("get", "/config"),
     ("get", "/mcp"),
+    ("get", "/permission"),
+    ("post", "/permission/{requestID}/reply"),
     ("get", "/session"),
     ("post", "/session"),
+    ("get", "/session/status"),
     ("get", "/session/{id}"),
     ("delete", "/session/{id}"),
     ("get", "/session/{id}/message"),
@@ -126,13 +132,97 @@ fn operation(method: &str, path: &str) -> Option<Operation> {
         },
         ("get", "/event") => Operation {
             id: "event.subscribe",
-            summary: "Server-sent events, `data: {type, properties}`, beginning with server.connected",
+            summary: "Server-sent events, `data: {id, type, properties}`, beginning with server.connected",
             params: vec![],
             body: None,
             responses: vec![(
                 "200",
                 json!({"description": "Event stream", "content": {"text/event-stream": {"schema": reference("Event")}}}),
             )],
+        },
+        ("get", "/global/event") => Operation {
+            id: "global.event",
+            summary: "The same events, each as `data: {directory, payload: {id, type, properties}}`",
+            params: vec![],
+            body: None,
+            responses: vec![(
+                "200",
+                json!({"description": "Event stream", "content": {"text/event-stream": {"schema": {
+                    "type": "object", "required": ["directory", "payload"], "properties": {
+                        "directory": {"type": "string"}, "payload": reference("Event")}}}}}),
+            )],
+        },
+        ("get", "/path") => Operation {
+            id: "path.get",
+            summary: "The user's home, the server's state and config folders, and the project folder",
+            params: vec![],
+            body: None,
+            responses: with(
+                vec![(
+                    "200",
+                    ok(
+                        "Folders",
+                        json!({"type": "object",
+                    "required": ["home", "state", "config", "worktree", "directory"],
+                    "properties": {"home": {"type": "string"}, "state": {"type": "string"},
+                        "config": {"type": "string"}, "worktree": {"type": "string"},
+                        "directory": {"type": "string"}}}),
+                    ),
+                )],
+                false,
+            ),
+        },
+        ("get", "/config") => Operation {
+            id: "config.get",
+            summary: "The configuration as clients see it: the default model; sharing is always disabled",
+            params: vec![],
+            body: None,
+            responses: with(
+                vec![(
+                    "200",
+                    ok(
+                        "Configuration",
+                        json!({"type": "object", "properties": {
+                    "model": {"type": "string"}, "share": {"const": "disabled"},
+                    "autoupdate": {"type": "boolean"}}}),
+                    ),
+                )],
+                false,
+            ),
+        },
+        ("get", "/permission") => Operation {
+            id: "permission.list",
+            summary: "The permission asks waiting for an answer in this instance",
+            params: vec![],
+            body: None,
+            responses: with(
+                vec![("200", ok("Asks", json!({"type": "array", "items": reference("PermissionRequest")})))],
+                false,
+            ),
+        },
+        ("post", "/permission/{requestID}/reply") => Operation {
+            id: "permission.reply",
+            summary: "Answer a permission ask by its id (`message` with a rejection is told to the model)",
+            params: vec![path_param("requestID")],
+            body: Some(json!({"type": "object", "required": ["reply"], "properties": {
+                "reply": {"enum": ["once", "always", "reject"]}, "message": {"type": "string"}}})),
+            responses: with(vec![("200", ok("Answered", json!({"type": "boolean"})))], true),
+        },
+        ("get", "/session/status") => Operation {
+            id: "session.status",
+            summary: "The sessions that are busy or waiting to retry, by id",
+            params: vec![],
+            body: None,
+            responses: with(
+                vec![(
+                    "200",
+                    ok(
+                        "Statuses",
+                        json!({"type": "object", "additionalProperties": reference("SessionStatus")}),
+                    ),
+                )],
+                false,
+            ),
         },
         ("get", "/mcp") => Operation {
             id: "mcp.status",
@@ -162,7 +252,14 @@ fn operation(method: &str, path: &str) -> Option<Operation> {
             summary: "Create a session",
             params: vec![],
             body: Some(json!({"type": "object", "properties": {
-                "parentID": {"type": "string"}, "title": {"type": "string"}}})),
+                "parentID": {"type": "string"}, "title": {"type": "string"},
+                "agent": {"type": "string", "description": "checked: it must name an agent"},
+                "model": {"type": "object", "required": ["providerID", "id"], "properties": {
+                    "providerID": {"type": "string"}, "id": {"type": "string"}, "variant": {"type": "string"}}},
+                "permission": {"type": "array", "items": reference("PermissionRule"),
+                    "description": "the session's own rules, evaluated after its agent's"},
+                "metadata": {"type": "object", "description": "accepted, not kept"},
+                "workspaceID": {"type": "string", "description": "refused: this server has no workspaces"}}})),
             responses: with(vec![("200", ok("The new session", reference("Session")))], false),
         },
         ("get", "/session/{id}") => Operation {
@@ -288,7 +385,7 @@ pub(crate) fn document() -> Value {
         "info": {
             "title": "session serve",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "The agent session runtime's HTTP API, compatible with OpenCode's v1 client for the operations both have."
+            "description": "The agent session runtime's HTTP API, compatible with OpenCode 1.18's clients for the operations both have."
         },
         "security": [{"bearer": []}, {"basic": []}, {}],
         "paths": paths,
@@ -298,15 +395,23 @@ pub(crate) fn document() -> Value {
                 "basic": {"type": "http", "scheme": "basic", "description": "Any user name; the token is the password"}
             },
             "schemas": {
-                "Session": {"type": "object", "required": ["id", "projectID", "directory", "title", "version", "time"]},
+                "Session": {"type": "object", "required": ["id", "slug", "projectID", "directory", "title", "version", "time"]},
+                "SessionStatus": {"type": "object", "required": ["type"], "properties": {
+                    "type": {"enum": ["idle", "busy", "retry"]}, "attempt": {"type": "integer"},
+                    "message": {"type": "string"}, "next": {"type": "integer"}}},
+                "PermissionRule": {"type": "object", "required": ["permission", "pattern", "action"], "properties": {
+                    "permission": {"type": "string"}, "pattern": {"type": "string"},
+                    "action": {"enum": ["allow", "ask", "deny"]}}},
+                "PermissionRequest": {"type": "object", "required": ["id", "sessionID", "permission", "patterns", "metadata", "always"]},
                 "Message": {"type": "object", "required": ["id", "sessionID", "role"]},
                 "Part": {"type": "object", "required": ["id", "sessionID", "messageID", "type"]},
-                "Event": {"type": "object", "required": ["type", "properties"], "properties": {
+                "Event": {"type": "object", "required": ["id", "type", "properties"], "properties": {
+                    "id": {"type": "string", "pattern": "^evt_"},
                     "type": {"enum": [
                         "server.connected", "session.created", "session.updated", "session.deleted",
                         "session.diff", "session.status", "session.idle", "session.error", "session.compacted",
-                        "message.updated", "message.removed", "message.part.updated", "message.part.removed",
-                        "permission.updated", "permission.replied"]},
+                        "message.updated", "message.removed", "message.part.updated", "message.part.delta",
+                        "message.part.removed", "todo.updated", "permission.asked", "permission.replied"]},
                     "properties": {"type": "object"}}},
                 "MCPStatus": {"type": "object", "required": ["status"], "properties": {
                     "status": {"enum": ["connected", "failed", "disabled", "pending"]}, "error": {"type": "string"}}},

@@ -10,13 +10,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, SessionId, permission::Reply};
+use session_core::permission::{Reply, Rule};
+use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, SessionId};
 use session_runtime::{BusEvent, PromptInput};
 use session_store::{ListSessions, NewSession, Session};
 
 use crate::AppState;
 use crate::body::{JsonBody, parse_body};
 use crate::error::ServerError;
+use crate::session_info::SessionInfo;
 
 type Shared = State<Arc<AppState>>;
 
@@ -49,7 +51,7 @@ pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, Ser
     query.map(|Query(q)| q).map_err(|rejection| ServerError::query(rejection.body_text()))
 }
 
-fn parse_id<T: Identifier>(value: &str, name: &str) -> Result<T, ServerError> {
+pub(crate) fn parse_id<T: Identifier>(value: &str, name: &str) -> Result<T, ServerError> {
     T::parse(value).map_err(|error| ServerError::param(format!("{name}: {error}")))
 }
 
@@ -64,7 +66,7 @@ pub(crate) async fn session(state: &AppState, id: &str) -> Result<Session, Serve
     })
 }
 
-/// `POST /session` body.
+/// `POST /session` body, as OpenCode 1.18's clients send it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
@@ -72,6 +74,34 @@ struct CreateBody {
     parent_id: Option<String>,
     #[serde(default)]
     title: Option<String>,
+    /// The agent the client means to prompt with; checked, since every prompt names its own.
+    #[serde(default)]
+    agent: Option<String>,
+    /// The model the client means to prompt with; checked likewise.
+    #[serde(default)]
+    model: Option<SessionModel>,
+    /// The session's own permission rules, after its agent's.
+    #[serde(default)]
+    permission: Vec<Rule>,
+    /// Client metadata; accepted and not kept.
+    #[serde(default)]
+    #[expect(dead_code, reason = "accepted so that the clients' requests parse; nothing reads it")]
+    metadata: Option<serde_json::Map<String, Value>>,
+    /// Workspaces are not supported: a request naming one is refused.
+    #[serde(rename = "workspaceID", default)]
+    workspace_id: Option<String>,
+}
+
+/// A model as a session names it (`{providerID, id, variant}`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionModel {
+    #[serde(rename = "providerID")]
+    provider_id: String,
+    id: String,
+    #[serde(default)]
+    #[expect(dead_code, reason = "variants are chosen per prompt")]
+    variant: Option<String>,
 }
 
 /// `POST /session`: creates a session in the served project.
@@ -79,11 +109,26 @@ pub(crate) async fn create_session(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: JsonBody,
-) -> Result<Json<Session>, ServerError> {
+) -> Result<Json<SessionInfo<'static>>, ServerError> {
     query(q)?;
     let body: CreateBody = parse_body(&body, false)?;
+    if body.workspace_id.is_some() {
+        return Err(ServerError::body("workspaceID: this server has no workspaces"));
+    }
+    if let Some(agent) = &body.agent
+        && !state.runtime.has_agent(agent)
+    {
+        return Err(ServerError::body(format!("agent: no agent named {agent:?}")));
+    }
+    if let Some(model) = &body.model
+        && (model.provider_id.is_empty() || model.id.is_empty())
+    {
+        return Err(ServerError::body("model: providerID and id must not be empty"));
+    }
+    let permission = body.permission;
     let Some(parent) = body.parent_id else {
-        return Ok(Json(state.runtime.create_session(body.title).await?));
+        let session = state.runtime.create_session_with_rules(body.title, permission).await?;
+        return Ok(Json(session.into()));
     };
     let parent_id: SessionId =
         SessionId::parse(&parent).map_err(|error| ServerError::body(format!("parentID: {error}")))?;
@@ -102,10 +147,11 @@ pub(crate) async fn create_session(
             title: body.title,
             parent_id: Some(parent_id),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            permission,
         })
         .await?;
     state.runtime.bus().publish(BusEvent::SessionCreated { info: Box::new(session.clone()) });
-    Ok(Json(session))
+    Ok(Json(session.into()))
 }
 
 /// Sessions listed at most (newest first).
@@ -115,7 +161,7 @@ const MAX_LISTED: usize = 10_000;
 pub(crate) async fn list_sessions(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Vec<Session>>, ServerError> {
+) -> Result<Json<Vec<SessionInfo<'static>>>, ServerError> {
     query(q)?;
     let mut sessions = Vec::new();
     let mut request = ListSessions { limit: 1000, ..ListSessions::default() };
@@ -128,7 +174,7 @@ pub(crate) async fn list_sessions(
         }
     }
     sessions.truncate(MAX_LISTED);
-    Ok(Json(sessions))
+    Ok(Json(sessions.into_iter().map(SessionInfo::from).collect()))
 }
 
 /// `GET /session/{id}`.
@@ -136,9 +182,9 @@ pub(crate) async fn get_session(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Session>, ServerError> {
+) -> Result<Json<SessionInfo<'static>>, ServerError> {
     query(q)?;
-    Ok(Json(session(&state, &id).await?))
+    Ok(Json(session(&state, &id).await?.into()))
 }
 
 /// `DELETE /session/{id}`: stops its run here and deletes it with its children.
@@ -151,7 +197,9 @@ pub(crate) async fn delete_session(
     let session = session(&state, &id).await?;
     state.runtime.cancel(&session.id);
     state.store.delete_session(&session.id).await?;
-    state.hub.publish("session.deleted", json!({"info": session}));
+    state
+        .hub
+        .publish("session.deleted", json!({"sessionID": session.id, "info": SessionInfo::new(&session)}));
     Ok(Json(true))
 }
 
@@ -347,7 +395,7 @@ pub(crate) async fn revert(
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: JsonBody,
-) -> Result<Json<Session>, ServerError> {
+) -> Result<Json<SessionInfo<'static>>, ServerError> {
     query(q)?;
     let body: RevertBody = parse_body(&body, true)?;
     let message_id = MessageId::parse(&body.message_id)
@@ -359,7 +407,7 @@ pub(crate) async fn revert(
         .transpose()
         .map_err(|error| ServerError::body(format!("partID: {error}")))?;
     let session = session(&state, &id).await?;
-    Ok(Json(state.runtime.revert(&session.id, &message_id, part_id.as_ref()).await?))
+    Ok(Json(state.runtime.revert(&session.id, &message_id, part_id.as_ref()).await?.into()))
 }
 
 /// `POST /session/{id}/permissions/{permissionID}` body.

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use session_core::permission::Rule;
 use session_core::{FileDiff, JsonObject, Message, MessageId, MessageWithParts, Part, PartId, SessionId};
 
 /// Line counts of the changes a session made (OpenCode's `summary`): from the first step's
@@ -78,6 +79,10 @@ pub struct Session {
     pub revert: Option<RevertRecord>,
     /// Times.
     pub time: SessionTime,
+    /// The session's own permission rules (OpenCode's `permission`), evaluated after its
+    /// agent's, so a client can narrow what one session may do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permission: Vec<Rule>,
     /// Fields of other or newer versions, kept as they were.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -108,6 +113,8 @@ pub struct NewSession {
     pub parent_id: Option<SessionId>,
     /// Runtime version; absent gives this crate's version.
     pub version: Option<String>,
+    /// The session's own permission rules.
+    pub permission: Vec<Rule>,
 }
 
 impl NewSession {

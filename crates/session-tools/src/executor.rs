@@ -11,7 +11,6 @@ use crate::context::{ContextParts, ProgressSink, ToolContext};
 use crate::error::ToolError;
 use crate::permission::PermissionEngine;
 use crate::registry::{ToolDefinition, ToolRegistry};
-use crate::registry::ToolRegistry;
 use crate::sandbox::{Sandbox, SandboxMode};
 use crate::shell_env::ShellEnvPolicy;
 use crate::source::{ToolSource, source_registry};

@@ -159,7 +159,7 @@ async fn two_servers_on_one_database_share_sessions_runs_and_events() {
     let (status, _) =
         a.api.call("post", &format!("/session/{id}/prompt_async"), Some(prompt("read env"))).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let asked = b_events.until("permission.updated", |p| p["sessionID"] == id.as_str()).await;
+    let asked = b_events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
     let permission = asked["properties"]["id"].as_str().unwrap().to_owned();
     // While A runs the session, B refuses to run it too.
     let (status, busy) = b.api.call("post", &format!("/session/{id}/message"), Some(prompt("me too"))).await;
@@ -172,7 +172,7 @@ async fn two_servers_on_one_database_share_sessions_runs_and_events() {
         .call("post", &format!("/session/{id}/permissions/{permission}"), Some(json!({"response": "once"})))
         .await;
     assert_eq!((status, answer), (StatusCode::OK, json!(true)));
-    b_events.until("permission.replied", |p| p["permissionID"] == permission.as_str()).await;
+    b_events.until("permission.replied", |p| p["requestID"] == permission.as_str()).await;
     b_events
         .until("message.part.updated", |p| {
             p["part"]["sessionID"] == id.as_str() && p["part"]["text"] == "Read it."
@@ -184,7 +184,7 @@ async fn two_servers_on_one_database_share_sessions_runs_and_events() {
     // An abort sent to B stops the run in A.
     let (status, _) = a.api.call("post", &format!("/session/{id}/prompt_async"), Some(prompt("again"))).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    b_events.until("permission.updated", |p| p["sessionID"] == id.as_str()).await;
+    b_events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
     let (status, _) = b.api.call("post", &format!("/session/{id}/abort"), None).await;
     assert_eq!(status, StatusCode::OK);
     b_events.until("session.idle", |p| p["sessionID"] == id.as_str()).await;
@@ -198,7 +198,7 @@ async fn two_servers_on_one_database_share_sessions_runs_and_events() {
     let (status, _) =
         a.api.call("post", &format!("/session/{id}/prompt_async"), Some(prompt("once more"))).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    b_events.until("permission.updated", |p| p["sessionID"] == id.as_str()).await;
+    b_events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
     assert_eq!(main_requests(&provider), 5);
     a.kill();
     let deadline = tokio::time::Instant::now() + PATIENCE;

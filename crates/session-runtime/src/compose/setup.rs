@@ -146,7 +146,8 @@ pub async fn assemble(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
 ) -> Result<Assembled, ComposeError> {
-    let loaded = load_config(setup)?;
+    let (sources, resolver) = config_sources(setup);
+    let loaded = load(&sources, &resolver)?;
     let config = loaded.config;
     let reference = setup.model.clone().or_else(|| config.model.clone()).ok_or(ComposeError::NoModel)?;
     let model = parse_model_ref(&reference).ok_or_else(|| ComposeError::BadModelRef(reference.clone()))?;
@@ -223,6 +224,7 @@ pub async fn assemble(
     settings.default_agent = Some(default_agent(&config, &agents)?);
     settings.commands = config.command.clone();
     let root = project_root(&setup.cwd);
+    let user_dir = user_dir(&setup.env, setup.home.as_deref());
     let files = instruction_files(&InstructionSources {
         cwd: &setup.cwd,
         root: &root,

@@ -53,8 +53,8 @@ pub use mcp::{McpKind, McpServerConfig, mcp_servers};
 pub use merge::merge;
 pub use origin::{KeyOrigin, key_origins};
 pub use package::api_for_package;
-pub(crate) use substitute::read_regular_file;
 pub use sandbox::SandboxConfig;
+pub(crate) use substitute::read_regular_file;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{

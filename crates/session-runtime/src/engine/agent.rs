@@ -1,5 +1,6 @@
 //! Agents: a system prompt, a permission ruleset, an optional model and a step limit.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use session_core::{
@@ -47,6 +48,17 @@ message reaches the agent that asked.";
 
 /// Where an agent may be used.
 pub use crate::config::AgentMode;
+
+/// `agent` with a session's own rules after its own (last match wins, so the session's
+/// narrow it); borrowed as it is when the session has none.
+pub(crate) fn with_session_rules<'a>(agent: &'a Agent, session_rules: &[Rule]) -> Cow<'a, Agent> {
+    if session_rules.is_empty() {
+        return Cow::Borrowed(agent);
+    }
+    let mut narrowed = agent.clone();
+    narrowed.ruleset.extend(session_rules.iter().cloned());
+    Cow::Owned(narrowed)
+}
 
 /// An agent the runtime can run.
 #[derive(Debug, Clone)]

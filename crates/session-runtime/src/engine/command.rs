@@ -127,6 +127,8 @@ impl Runtime {
                 title: Some(format!("/{} (subtask)", input.command)),
                 parent_id: Some(session_id.clone()),
                 version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                // A child may do no more than the session that started it.
+                permission: parent.permission.clone(),
             })
             .await?;
         self.bus.publish(BusEvent::SessionCreated { info: Box::new(child.clone()) });

@@ -8,13 +8,13 @@ use session_core::prompt_loop::{
 use session_core::{
     AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, OutputFormat, SessionId,
     UserMessage, compaction::filter_compacted, history::ModelTarget, history::ToModelOptions,
-    history::to_model_messages, permission::disabled_tools, processor::Outcome,
+    history::to_model_messages, permission::Rule, permission::disabled_tools, processor::Outcome,
 };
 use session_llm::{Api, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::MAX_STEPS_TEXT;
+use super::agent::{MAX_STEPS_TEXT, with_session_rules};
 use super::bus::BusEvent;
 use super::error::RuntimeError;
 use super::runs::RunGuard;
@@ -188,6 +188,8 @@ impl Runtime {
         session_id: &SessionId,
         cancel: &CancellationToken,
     ) -> Result<AssistantMessage, RuntimeError> {
+        // The session's own rules are read once per run: they are set when it is created.
+        let session_rules = self.store.get_session(session_id).await?.permission;
         let mut step: u32 = 0;
         let mut guard = CompactionGuard::default();
         let mut last: Option<AssistantMessage> = None;
@@ -226,7 +228,7 @@ impl Runtime {
                 }
                 continue;
             }
-            match self.step(session_id, &messages, view, step, cancel).await? {
+            match self.step(session_id, &messages, view, (step, &session_rules), cancel).await? {
                 StepEnd::Answer(message) => {
                     last = Some(message);
                     break;
@@ -259,7 +261,7 @@ impl Runtime {
         session_id: &SessionId,
         messages: &[MessageWithParts],
         view: LoopView<'_>,
-        step: u32,
+        (step, session_rules): (u32, &[Rule]),
         cancel: &CancellationToken,
     ) -> Result<StepEnd, RuntimeError> {
         let LoopView { last_user, last_finished } = view;
@@ -274,6 +276,7 @@ impl Runtime {
             });
             return Err(error);
         };
+        let agent = &*with_session_rules(agent, session_rules);
         let structured = match &last_user.format {
             Some(OutputFormat::JsonSchema { schema, .. }) => {
                 Some(StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?)

@@ -178,6 +178,16 @@ impl Runtime {
         &self.bus
     }
 
+    /// True when an agent is named `name`.
+    pub fn has_agent(&self, name: &str) -> bool {
+        self.agents.contains_key(name)
+    }
+
+    /// The project folder the runtime's tools work in.
+    pub fn worktree(&self) -> &std::path::Path {
+        &self.settings.worktree
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
@@ -185,6 +195,16 @@ impl Runtime {
 
     /// Creates a session in the worktree.
     pub async fn create_session(&self, title: Option<String>) -> Result<Session, RuntimeError> {
+        self.create_session_with_rules(title, Vec::new()).await
+    }
+
+    /// Creates a session in the worktree whose runs also obey `permission`, after the agent's
+    /// rules (OpenCode's session `permission`).
+    pub async fn create_session_with_rules(
+        &self,
+        title: Option<String>,
+        permission: Vec<session_core::permission::Rule>,
+    ) -> Result<Session, RuntimeError> {
         let directory = self.settings.worktree.to_string_lossy().into_owned();
         let session = self
             .store
@@ -195,6 +215,7 @@ impl Runtime {
                 title,
                 parent_id: None,
                 version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                permission,
             })
             .await?;
         self.bus.publish(BusEvent::SessionCreated { info: Box::new(session.clone()) });

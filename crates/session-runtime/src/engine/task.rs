@@ -264,6 +264,8 @@ impl Runtime {
                 title: Some(format!("{description} (@{agent} subagent)")),
                 parent_id: Some(parent.clone()),
                 version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                // A child may do no more than the session that started it.
+                permission: parent_session.permission.clone(),
             })
             .await
             .map_err(failed)?;

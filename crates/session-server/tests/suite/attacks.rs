@@ -144,7 +144,7 @@ async fn a_rebinding_page_cannot_answer_a_permission_ask() {
         )
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let asked = events.until("permission.updated", |p| p["sessionID"] == id.as_str()).await;
+    let asked = events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
     let permission = asked["properties"]["id"].as_str().unwrap().to_owned();
     let path = format!("/session/{id}/permissions/{permission}");
 

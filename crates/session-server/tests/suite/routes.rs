@@ -193,7 +193,9 @@ async fn prompt_async_returns_at_once_and_the_events_show_the_run() {
     let f = fixture(r#"{"chunk_chars": 4, "turns": [{"text": "Streaming words here."}]}"#).await;
     let mut events = f.api.events().await;
     let first = events.next().await;
-    assert_eq!(first, json!({"type": "server.connected", "properties": {}}));
+    assert_eq!(first["type"], "server.connected");
+    assert_eq!(first["properties"], json!({}));
+    assert!(first["id"].as_str().is_some_and(|id| id.starts_with("evt_")), "{first}");
     let id = f.api.session().await;
     events.until("session.created", |p| p["info"]["id"] == id.as_str()).await;
 
@@ -205,16 +207,19 @@ async fn prompt_async_returns_at_once_and_the_events_show_the_run() {
     for wanted in ["session.status", "message.updated", "message.part.updated"] {
         assert!(types.iter().any(|t| t == wanted), "no {wanted} in {types:?}");
     }
-    assert!(!types.iter().any(|t| t == "message.part.delta"), "the v1 client has no delta event: {types:?}");
-    // Text streams as part updates carrying the delta and the text so far.
-    let deltas: Vec<&Value> = events
+    // OpenCode 1.18's shapes: every event has an id; text grows by message.part.delta, and
+    // the deltas add up to the answer.
+    assert!(events.seen.iter().all(|e| e["id"].as_str().is_some_and(|id| id.starts_with("evt_"))));
+    let streamed: String = events
         .seen
         .iter()
-        .filter(|e| e["type"] == "message.part.updated" && e["properties"]["delta"].is_string())
+        .filter(|e| e["type"] == "message.part.delta" && e["properties"]["sessionID"] == id.as_str())
+        .map(|e| e["properties"]["delta"].as_str().unwrap())
         .collect();
-    assert!(!deltas.is_empty(), "{:#?}", events.seen);
-    let last = deltas.last().unwrap();
-    assert!("Streaming words here.".starts_with(last["properties"]["part"]["text"].as_str().unwrap()));
+    assert_eq!(streamed, "Streaming words here.");
+    let part = events.seen.iter().find(|e| e["type"] == "message.part.updated").unwrap();
+    assert_eq!(part["properties"]["sessionID"], id.as_str());
+    assert!(part["properties"]["time"].is_u64());
     let busy = events.seen.iter().any(|e| {
         e["type"] == "session.status"
             && e["properties"]["status"]["type"] == "busy"
@@ -253,14 +258,14 @@ async fn a_permission_ask_is_published_and_answered_over_http() {
     let body = json!({"parts": [{"type": "text", "text": "read the env"}]});
     let (status, _) = f.api.call("post", &format!("/session/{id}/prompt_async"), Some(body)).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let asked = events.until("permission.updated", |p| p["sessionID"] == id.as_str()).await;
+    let asked = events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
     let permission = &asked["properties"];
-    assert_eq!(permission["type"], "read");
+    assert_eq!(permission["permission"], "read");
     assert!(permission["id"].as_str().unwrap().starts_with("per_"));
-    assert!(permission["messageID"].as_str().unwrap().starts_with("msg_"));
-    assert!(permission["callID"].is_string());
-    assert!(permission["title"].as_str().unwrap().contains(".env"), "{permission}");
-    assert!(permission["time"]["created"].is_u64());
+    assert!(permission["tool"]["messageID"].as_str().unwrap().starts_with("msg_"));
+    assert!(permission["tool"]["callID"].is_string());
+    assert!(permission["patterns"][0].as_str().unwrap().contains(".env"), "{permission}");
+    assert!(permission["always"].is_array());
     let permission_id = permission["id"].as_str().unwrap().to_owned();
     let path = format!("/session/{id}/permissions/{permission_id}");
 
@@ -292,10 +297,7 @@ async fn a_permission_ask_is_published_and_answered_over_http() {
     let (status, answer) = f.api.call("post", &path, Some(json!({"response": "once"}))).await;
     assert_eq!((status, answer), (StatusCode::OK, json!(true)));
     let replied = events.until("permission.replied", |p| p["sessionID"] == id.as_str()).await;
-    assert_eq!(
-        replied["properties"],
-        json!({"sessionID": id, "permissionID": permission_id, "response": "once"})
-    );
+    assert_eq!(replied["properties"], json!({"sessionID": id, "requestID": permission_id, "reply": "once"}));
     events.until("session.idle", |p| p["sessionID"] == id.as_str()).await;
     // Answered once: the ask is gone.
     let (status, _) = f.api.call("post", &path, Some(json!({"response": "once"}))).await;
@@ -323,7 +325,7 @@ async fn abort_stops_a_run_waiting_for_an_answer() {
     let id = f.api.session().await;
     let body = json!({"parts": [{"type": "text", "text": "read the env"}]});
     f.api.call("post", &format!("/session/{id}/prompt_async"), Some(body)).await;
-    events.until("permission.updated", |p| p["sessionID"] == id.as_str()).await;
+    events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
     let (status, answer) = f.api.call("post", &format!("/session/{id}/abort?directory=/x"), None).await;
     assert_eq!((status, answer), (StatusCode::OK, json!(true)));
     events.until("session.idle", |p| p["sessionID"] == id.as_str()).await;
@@ -408,11 +410,98 @@ async fn the_openapi_document_describes_every_route() {
     assert!(doc["paths"]["/session"]["get"]["responses"]["415"].is_null());
     // Each documented route is served (a route the router lacks answers an empty 404).
     for (method, path) in routes() {
-        if *path == "/event" {
-            continue; // a stream; covered by the event tests
+        if *path == "/event" || *path == "/global/event" {
+            continue; // streams; covered by the event tests
         }
         let (status, body) = f.api.call(method, &concrete(path), None).await;
         assert!(!body.is_null() || status == StatusCode::NO_CONTENT, "{method} {path}: {status}");
     }
+    f.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_1_18_creates_sessions_with_their_own_rules_and_reads_paths_and_config() {
+    let f = fixture(ASKS).await;
+    let (status, body) = f
+        .api
+        .call(
+            "post",
+            "/session",
+            Some(json!({"title": "t", "agent": "build", "model": {"providerID": "mock", "id": "m"},
+                "permission": [{"permission": "read", "pattern": "*", "action": "deny"}]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    assert_eq!(body["slug"], id.trim_start_matches("ses_").to_ascii_lowercase());
+    assert_eq!(body["permission"], json!([{"permission": "read", "pattern": "*", "action": "deny"}]));
+    let (status, body) = f.api.call("post", "/session", Some(json!({"agent": "nobody"}))).await;
+    assert_bad(status, &body, "agent");
+    let (status, body) = f.api.call("post", "/session", Some(json!({"workspaceID": "wrk_1"}))).await;
+    assert_bad(status, &body, "workspaceID");
+
+    // The session's rule denies the read its agent would ask for: no ask, the call fails.
+    let body = json!({"parts": [{"type": "text", "text": "read the env"}]});
+    let (status, reply) = f.api.call("post", &format!("/session/{id}/message"), Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
+    let tool = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .find(|p| p["type"] == "tool")
+        .unwrap()
+        .clone();
+    assert_eq!(tool["state"]["status"], "error", "{tool}");
+
+    let (status, path) = f.api.call("get", "/path", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(path["worktree"].as_str().is_some_and(|w| !w.is_empty()), "{path}");
+    assert_eq!(path["worktree"], path["directory"]);
+    let (status, config) = f.api.call("get", "/config", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(config["share"], "disabled");
+    let (status, statuses) = f.api.call("get", "/session/status", None).await;
+    assert_eq!((status, statuses), (StatusCode::OK, json!({})));
+    f.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_is_listed_and_answered_by_its_id_with_feedback() {
+    let f = fixture(ASKS).await;
+    let mut events = f.api.events().await;
+    let id = f.api.session().await;
+    let body = json!({"parts": [{"type": "text", "text": "read the env"}]});
+    f.api.call("post", &format!("/session/{id}/prompt_async"), Some(body)).await;
+    let asked = events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
+    let request = asked["properties"]["id"].as_str().unwrap().to_owned();
+    let (_, pending) = f.api.call("get", "/permission", None).await;
+    assert_eq!(pending[0]["id"], request.as_str(), "{pending}");
+    let (_, statuses) = f.api.call("get", "/session/status", None).await;
+    assert_eq!(statuses[&id]["type"], "busy", "{statuses}");
+
+    let path = format!("/permission/{request}/reply");
+    let (status, body) = f.api.call("post", &path, Some(json!({"reply": "maybe"}))).await;
+    assert_bad(status, &body, "reply");
+    let (status, body) =
+        f.api.call("post", "/permission/per_unknown/reply", Some(json!({"reply": "once"}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let answer = json!({"reply": "reject", "message": "Use the README instead."});
+    let (status, body) = f.api.call("post", &path, Some(answer)).await;
+    assert_eq!((status, body), (StatusCode::OK, json!(true)));
+    let replied = events.until("permission.replied", |p| p["requestID"] == request.as_str()).await;
+    assert_eq!(replied["properties"]["reply"], "reject");
+    events.until("session.idle", |p| p["sessionID"] == id.as_str()).await;
+    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
+    let tool = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .find(|p| p["type"] == "tool")
+        .unwrap()
+        .clone();
+    assert!(tool["state"]["error"].as_str().unwrap().contains("Use the README instead."), "{tool}");
     f.finish().await;
 }

@@ -82,6 +82,7 @@ impl<DB: Backend> Engine<DB> {
             summary: None,
             revert: None,
             time: SessionTime { created: now, updated: now, compacting: None, archived: None },
+            permission: new.permission,
             extra: serde_json::Map::new(),
         };
         insert_session::<DB>(&mut conn, &session).await?;

@@ -39,6 +39,8 @@ impl<DB: Backend> Engine<DB> {
             summary: None,
             revert: None,
             time: SessionTime { created: now, updated: now, compacting: None, archived: None },
+            // A fork may do what its source may.
+            permission: source.permission.clone(),
             extra: serde_json::Map::new(),
         };
         insert_session::<DB>(&mut tx, &fork).await?;

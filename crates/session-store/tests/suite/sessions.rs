@@ -292,6 +292,7 @@ fn session_json_uses_opencode_names() {
             diff: None,
         }),
         time: session_store::SessionTime { created: 1, updated: 2, compacting: None, archived: None },
+        permission: Vec::new(),
         extra: serde_json::Map::new(),
     };
     assert_eq!(
