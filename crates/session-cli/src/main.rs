@@ -122,7 +122,7 @@ enum Command {
     /// Lists the configured MCP servers (state, tools, last error) or calls one tool.
     Mcp {
         #[command(subcommand)]
-        action: McpAction,
+        action: session_cli::mcp::McpAction,
     },
     /// The command sandbox (Landlock and seccomp): `check` prints what the kernel supports
     /// and what the current config would do.
@@ -208,22 +208,6 @@ struct ServeArgs {
     /// server dies, another takes its sessions over once this has passed.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     lease_ttl_ms: u64,
-}
-
-#[derive(Debug, Subcommand)]
-enum McpAction {
-    /// Starts each configured server and prints its state, tools and last error.
-    List,
-    /// Calls one tool of one server with JSON arguments, without a model.
-    Call {
-        /// The server (its key under `mcp`).
-        server: String,
-        /// The tool, by the server's own name.
-        tool: String,
-        /// The arguments, a JSON object.
-        #[arg(default_value = "{}")]
-        json: String,
-    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -592,26 +576,8 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Mcp { action } => {
-            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
-            let home = env.get("HOME").map(PathBuf::from);
-            let setup = session_cli::RuntimeSetup {
-                cwd: std::env::current_dir().context("cannot read the working directory")?,
-                data_dir: data_dir(&env, home.as_deref())?,
-                home,
-                env,
-                model: None,
-                base_url: None,
-                db: None,
-                store_options: session_store::StoreOptions::default(),
-            };
-            let stdout = std::io::stdout();
-            let runtime = async_runtime()?;
-            match action {
-                McpAction::List => runtime.block_on(session_cli::mcp::list(&setup, stdout.lock()))?,
-                McpAction::Call { server, tool, json } => {
-                    runtime.block_on(session_cli::mcp::call(&setup, &server, &tool, &json, stdout.lock()))?
-                }
-            }
+            let setup = setup_here(None)?;
+            async_runtime()?.block_on(session_cli::mcp::main(&setup, action, std::io::stdout().lock()))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sandbox { action: session_cli::sandbox::SandboxAction::Check } => {

@@ -4,8 +4,34 @@
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
+use clap::Subcommand;
 use session_mcp::{McpManager, ServerStatus};
 use session_runtime::RuntimeSetup;
+
+/// What `session mcp` does.
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Starts each configured server and prints its state, tools and last error.
+    List,
+    /// Calls one tool of one server with JSON arguments, without a model.
+    Call {
+        /// The server (its key under `mcp`).
+        server: String,
+        /// The tool, by the server's own name.
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        json: String,
+    },
+}
+
+/// Carries out `action` for the project of `setup`, writing to `out`.
+pub async fn main(setup: &RuntimeSetup, action: McpAction, out: impl Write) -> Result<()> {
+    match action {
+        McpAction::List => list(setup, out).await,
+        McpAction::Call { server, tool, json } => call(setup, &server, &tool, &json, out).await,
+    }
+}
 
 /// Starts every enabled server (each bounded by its timeout) and prints each one's state,
 /// tools and last error; ends the servers before returning.

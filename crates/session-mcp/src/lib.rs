@@ -32,6 +32,6 @@ pub use manager::McpManager;
 pub use name::{sanitize, tool_name};
 pub use result::{MAX_RESULT_CHARS, to_success};
 pub use server::{ServerState, ServerStatus};
-pub use spawn::local_command;
+pub use spawn::{SandboxAt, local_command};
 pub use spec::{DEFAULT_TIMEOUT, LocalServer, RemoteServer, ServerSpec, Transport};
 pub use tool::McpTool;

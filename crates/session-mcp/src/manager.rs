@@ -9,6 +9,7 @@ use session_tools::{Tool, ToolSource, ToolSuccess};
 
 use crate::error::McpError;
 use crate::server::{Server, ServerStatus};
+use crate::spawn::SandboxAt;
 use crate::spec::ServerSpec;
 use crate::tool::McpTool;
 
@@ -28,7 +29,18 @@ impl std::fmt::Debug for McpManager {
 impl McpManager {
     /// The servers of `specs`, none started.
     pub fn new(specs: Vec<ServerSpec>) -> Self {
-        Self { servers: specs.into_iter().map(|spec| Arc::new(Server::new(spec))).collect() }
+        Self { servers: specs.into_iter().map(|spec| Arc::new(Server::new(spec, None))).collect() }
+    }
+
+    /// The servers of `specs`, those whose config asks for it confined by `sandbox`.
+    pub fn confined(specs: Vec<ServerSpec>, sandbox: SandboxAt) -> Self {
+        let sandbox = Arc::new(sandbox);
+        Self {
+            servers: specs
+                .into_iter()
+                .map(|spec| Arc::new(Server::new(spec, Some(sandbox.clone()))))
+                .collect(),
+        }
     }
 
     /// True when no server is configured.

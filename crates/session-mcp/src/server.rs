@@ -18,7 +18,7 @@ use tokio::sync::Mutex;
 use tokio_util::codec::{FramedRead, LinesCodec};
 
 use crate::error::McpError;
-use crate::spawn::local_command;
+use crate::spawn::{SandboxAt, local_command};
 use crate::spec::{RemoteServer, ServerSpec, Transport};
 
 /// The longest stderr line of a local server that is logged whole.
@@ -114,13 +114,14 @@ struct Inner {
 /// One configured server and its connection, shared by its tools.
 pub(crate) struct Server {
     spec: ServerSpec,
+    sandbox: Option<Arc<SandboxAt>>,
     stale: Arc<AtomicBool>,
     inner: Mutex<Inner>,
 }
 
 impl Server {
-    pub(crate) fn new(spec: ServerSpec) -> Self {
-        Self { spec, stale: Arc::new(AtomicBool::new(false)), inner: Mutex::new(Inner::default()) }
+    pub(crate) fn new(spec: ServerSpec, sandbox: Option<Arc<SandboxAt>>) -> Self {
+        Self { spec, sandbox, stale: Arc::new(AtomicBool::new(false)), inner: Mutex::new(Inner::default()) }
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -233,7 +234,7 @@ impl Server {
         };
         match &self.spec.transport {
             Transport::Local(local) => {
-                let command = local_command(name, local)?;
+                let command = local_command(name, local, self.sandbox.as_deref())?;
                 let (transport, stderr) = TokioChildProcess::builder(command)
                     .stderr(std::process::Stdio::piped())
                     .spawn()

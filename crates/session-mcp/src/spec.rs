@@ -39,6 +39,9 @@ pub struct LocalServer {
     pub environment: BTreeMap<String, String>,
     /// The working directory (the project root unless the config names one).
     pub cwd: PathBuf,
+    /// Runs under the runtime's command sandbox (`mcp.<name>.sandbox`), as the bash tool's
+    /// commands do.
+    pub sandboxed: bool,
 }
 
 /// A remote server.

@@ -80,7 +80,7 @@ pub struct Session {
     /// Times.
     pub time: SessionTime,
     /// The session's own permission rules (OpenCode's `permission`), evaluated after its
-    /// agent's, so a client can narrow what one session may do.
+    /// agent's (last match wins), so a client can set what one session may do.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permission: Vec<Rule>,
     /// Fields of other or newer versions, kept as they were.

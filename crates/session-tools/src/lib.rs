@@ -48,7 +48,7 @@ pub use executor::{ABORT_GRACE, CallScope, ToolExecutor, ToolInvocation};
 pub use image::{MAX_IMAGE_BYTES, MAX_IMAGE_SIDE, RESIZED_SIDE, fit_images, omitted_suffix};
 pub use permission::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 pub use registry::{ToolDefinition, ToolRegistry, schema_problems};
-pub use sandbox::{Enforcement, KernelSupport, Sandbox, SandboxMode, SandboxSettings};
+pub use sandbox::{Enforcement, KernelSupport, Sandbox, SandboxMode, SandboxSettings, SandboxTarget};
 pub use shell_env::{DEFAULT_EXCLUDES, ShellEnvPolicy};
 pub use source::ToolSource;
 pub use todo::{MemoryTodos, Todo, TodoStore};

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use session_core::ModelRef;
 use session_llm::Catalog;
-use session_mcp::McpManager;
+use session_mcp::{McpManager, SandboxAt};
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
-use session_tools::{PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry};
+use session_tools::{PermissionAsker, PermissionEngine, Sandbox, ToolExecutor, Workspace, builtin_registry};
 
 use super::ComposeError;
 use super::agents::{configured_agents, default_agent};
@@ -137,7 +137,9 @@ pub fn config_sources(setup: &RuntimeSetup) -> (ConfigSources, FsResolver) {
 /// `session mcp list` and `session mcp call`, which need no model).
 pub fn mcp_manager(setup: &RuntimeSetup) -> Result<McpManager, ComposeError> {
     let loaded = load_config(setup)?;
-    Ok(McpManager::new(mcp_servers(&loaded.config.mcp, &setup.cwd)?))
+    let sandbox = Sandbox::new(loaded.config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
+    let at = SandboxAt { sandbox, workspace: setup.cwd.clone() };
+    Ok(McpManager::confined(mcp_servers(&loaded.config.mcp, &setup.cwd)?, at))
 }
 
 /// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
@@ -198,9 +200,11 @@ pub async fn assemble(
     let task = Arc::new(TaskTool::new(&agents));
     registry.register(task.clone())?;
     // MCP servers start when the first model request needs tools, not here.
-    let mcp = Arc::new(McpManager::new(mcp_servers(&config.mcp, &setup.cwd)?));
-    let sandbox = session_tools::Sandbox::new(config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
+    let sandbox = Sandbox::new(config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
     let sandbox_warning = sandbox.warning();
+    // Local servers whose config says `sandbox: true` run under the same sandbox.
+    let at = SandboxAt { sandbox: sandbox.clone(), workspace: setup.cwd.clone() };
+    let mcp = Arc::new(McpManager::confined(mcp_servers(&config.mcp, &setup.cwd)?, at));
     let mut executor = ToolExecutor::new(registry, workspace, permissions.clone())
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
         .with_shell_env(config.shell_env.policy())

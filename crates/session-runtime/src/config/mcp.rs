@@ -43,15 +43,16 @@ pub struct McpServerConfig {
     /// Headers sent to a remote server.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
-    /// OpenCode's OAuth settings of a remote server: accepted, not implemented.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub oauth: Option<serde_json::Value>,
     /// `false` lists the server without starting it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// How long start-up may take, in milliseconds (default 5000).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    /// Ours: `true` runs a local server under the command sandbox (`sandbox`), as the bash
+    /// tool's commands run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<bool>,
 }
 
 fn wrong(name: &str, key: &str, expected: &str, found: &str) -> ConfigError {
@@ -88,6 +89,7 @@ pub fn mcp_servers(
                         command,
                         environment: entry.environment.clone().into_iter().collect(),
                         cwd,
+                        sandboxed: entry.sandbox == Some(true),
                     })
                 }
                 Some(McpKind::Remote) => {
@@ -131,6 +133,7 @@ mod tests {
                 command: vec!["npx".to_owned(), "server".to_owned()],
                 environment: [("A".to_owned(), "1".to_owned())].into(),
                 cwd: PathBuf::from("/p/tools"),
+                sandboxed: false,
             })
         );
         assert!(!specs[1].enabled);

@@ -49,8 +49,8 @@ message reaches the agent that asked.";
 /// Where an agent may be used.
 pub use crate::config::AgentMode;
 
-/// `agent` with a session's own rules after its own (last match wins, so the session's
-/// narrow it); borrowed as it is when the session has none.
+/// `agent` with a session's own rules after its own (last match wins, so the session's rules
+/// decide where both match); borrowed as it is when the session has none.
 pub(crate) fn with_session_rules<'a>(agent: &'a Agent, session_rules: &[Rule]) -> Cow<'a, Agent> {
     if session_rules.is_empty() {
         return Cow::Borrowed(agent);

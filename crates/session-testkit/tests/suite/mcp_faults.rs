@@ -19,6 +19,7 @@ fn spec(args: &[&str], timeout: Duration) -> ServerSpec {
             command,
             environment: Default::default(),
             cwd: std::env::temp_dir(),
+            sandboxed: false,
         }),
         enabled: true,
         timeout,
@@ -110,4 +111,50 @@ async fn a_tool_list_change_is_offered_on_the_next_listing() {
     assert!(after.contains(&"fault_extra".to_owned()), "{after:?}");
     assert_eq!(manager.call("fault", "extra", JsonObject::new()).await.unwrap().output, "extra ran");
     manager.shutdown().await;
+}
+
+/// A local server that first tries to write `outside` (a folder that is neither the workspace
+/// nor a temp dir), then serves as the fault server does.
+fn writing_spec(outside: &std::path::Path, sandboxed: bool) -> ServerSpec {
+    let script = format!(
+        "echo escaped > '{}/marker' 2>/dev/null; exec '{}'",
+        outside.display(),
+        env!("CARGO_BIN_EXE_mcp-fault-server")
+    );
+    ServerSpec {
+        name: "fault".to_owned(),
+        transport: Transport::Local(LocalServer {
+            command: vec!["sh".to_owned(), "-c".to_owned(), script],
+            environment: Default::default(),
+            cwd: std::env::temp_dir(),
+            sandboxed,
+        }),
+        enabled: true,
+        timeout: Duration::from_secs(30),
+    }
+}
+
+#[tokio::test]
+async fn a_server_configured_for_the_sandbox_cannot_write_outside_the_workspace() {
+    // Under the target dir, not /tmp: the sandbox leaves the temp dirs writable.
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (workspace, outside) = (root.path().join("workspace"), root.path().join("outside"));
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let sandbox = session_tools::Sandbox::new(session_tools::SandboxSettings {
+        mode: session_tools::SandboxMode::WorkspaceWrite,
+        ..session_tools::SandboxSettings::default()
+    });
+    let at = session_mcp::SandboxAt { sandbox, workspace };
+
+    let confined = McpManager::confined(vec![writing_spec(&outside, true)], at.clone());
+    assert!(names(&confined).await.contains(&"fault_pid".to_owned()), "{:?}", confined.status());
+    assert!(!outside.join("marker").exists(), "the confined server wrote outside the workspace");
+    confined.shutdown().await;
+
+    // The same server without `sandbox: true` runs as the user does.
+    let free = McpManager::confined(vec![writing_spec(&outside, false)], at);
+    assert!(names(&free).await.contains(&"fault_pid".to_owned()));
+    assert!(outside.join("marker").exists());
+    free.shutdown().await;
 }
