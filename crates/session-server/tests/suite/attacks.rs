@@ -14,7 +14,7 @@ use session_server::AllowedOrigin;
 use session_store::ListSessions;
 use session_testkit::ApiClient;
 
-use super::support::{Fixture, fixture, fixture_with};
+use super::support::{Fixture, first_tool_part, fixture, fixture_with};
 
 /// The name the attacker's page rebinds to 127.0.0.1.
 const ATTACKER: &str = "attacker.example";
@@ -174,16 +174,9 @@ async fn a_rebinding_page_cannot_answer_a_permission_ask() {
     let (status, answer) = f.api.call("post", &path, Some(json!({"response": "reject"}))).await;
     assert_eq!((status, answer), (StatusCode::OK, json!(true)));
     events.until("session.idle", |p| p["sessionID"] == id.as_str()).await;
-    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
-    let tool = messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["parts"].as_array().unwrap())
-        .find(|p| p["type"] == "tool")
-        .unwrap()
-        .clone();
+    let tool = first_tool_part(&f.api, &id).await;
     assert_eq!(tool["state"]["status"], "error", "{tool}");
+    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
     assert!(!messages.to_string().contains("SECRET=1"), "the file was read: {messages}");
     assert_eq!(f.provider.requests().len(), 1);
     f.finish().await;

@@ -5,7 +5,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use session_server::routes;
 
-use super::support::fixture;
+use super::support::{first_tool_part, fixture};
 
 /// A well-formed id of no session.
 const UNKNOWN: &str = "ses_0000000000000000000000unknown";
@@ -303,15 +303,7 @@ async fn a_permission_ask_is_published_and_answered_over_http() {
     let (status, _) = f.api.call("post", &path, Some(json!({"response": "once"}))).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
-    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
-    let tool = messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["parts"].as_array().unwrap())
-        .find(|p| p["type"] == "tool")
-        .unwrap()
-        .clone();
+    let tool = first_tool_part(&f.api, &id).await;
     assert_eq!(tool["state"]["status"], "completed", "{tool}");
     assert!(tool["state"]["output"].as_str().unwrap().contains("SECRET=1"));
     assert_eq!(f.provider.requests().len(), 2);
@@ -444,15 +436,7 @@ async fn opencode_1_18_creates_sessions_with_their_own_rules_and_reads_paths_and
     let body = json!({"parts": [{"type": "text", "text": "read the env"}]});
     let (status, reply) = f.api.call("post", &format!("/session/{id}/message"), Some(body)).await;
     assert_eq!(status, StatusCode::OK, "{reply}");
-    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
-    let tool = messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["parts"].as_array().unwrap())
-        .find(|p| p["type"] == "tool")
-        .unwrap()
-        .clone();
+    let tool = first_tool_part(&f.api, &id).await;
     assert_eq!(tool["state"]["status"], "error", "{tool}");
 
     let (status, path) = f.api.call("get", "/path", None).await;
@@ -493,15 +477,7 @@ async fn an_ask_is_listed_and_answered_by_its_id_with_feedback() {
     let replied = events.until("permission.replied", |p| p["requestID"] == request.as_str()).await;
     assert_eq!(replied["properties"]["reply"], "reject");
     events.until("session.idle", |p| p["sessionID"] == id.as_str()).await;
-    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
-    let tool = messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["parts"].as_array().unwrap())
-        .find(|p| p["type"] == "tool")
-        .unwrap()
-        .clone();
+    let tool = first_tool_part(&f.api, &id).await;
     assert!(tool["state"]["error"].as_str().unwrap().contains("Use the README instead."), "{tool}");
     f.finish().await;
 }

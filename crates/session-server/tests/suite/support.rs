@@ -117,6 +117,20 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
 }
 
 /// A served router with its provider and a client.
+/// The first tool part of a session's stored messages, as `GET /session/{id}/message` answers
+/// them.
+pub async fn first_tool_part(api: &ApiClient, session: &str) -> serde_json::Value {
+    let (_, messages) = api.call("get", &format!("/session/{session}/message"), None).await;
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .find(|p| p["type"] == "tool")
+        .unwrap()
+        .clone()
+}
+
 pub struct Fixture {
     dir: TempDir,
     shutdown: CancellationToken,
