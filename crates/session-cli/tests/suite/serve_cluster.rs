@@ -187,6 +187,14 @@ async fn two_servers_on_one_database_share_sessions_runs_and_events() {
     b_events.until("permission.asked", |p| p["sessionID"] == id.as_str()).await;
     let (status, _) = b.api.call("post", &format!("/session/{id}/abort"), None).await;
     assert_eq!(status, StatusCode::OK);
+    // Wait for the aborted message itself: a run publishes idle more than once (the
+    // processor's cleanup, then the end of the run), so an idle seen here may be the last
+    // run's second one.
+    b_events
+        .until("message.updated", |p| {
+            p["sessionID"] == id.as_str() && p["info"]["error"]["name"] == "MessageAbortedError"
+        })
+        .await;
     b_events.until("session.idle", |p| p["sessionID"] == id.as_str()).await;
     let (_, messages) = b.api.call("get", &format!("/session/{id}/message"), None).await;
     let last = messages.as_array().unwrap().last().unwrap().clone();
