@@ -343,12 +343,12 @@ fn observe(seen: &mut Seen, event: &Value, at_us: u64) {
     seen.events += 1;
     let properties = &event["properties"];
     match event["type"].as_str().unwrap_or_default() {
-        "message.part.updated" => {
+        "message.part.delta" => {
             let Some(delta) = properties["delta"].as_str() else { return };
             for stamp in stamps(delta) {
                 seen.latencies_us.push(at_us.saturating_sub(stamp) as f64);
             }
-            if let Some(part) = properties["part"]["id"].as_str() {
+            if let Some(part) = properties["partID"].as_str() {
                 seen.part_text.entry(part.to_owned()).or_default().push_str(delta);
             }
         }
@@ -362,10 +362,11 @@ fn observe(seen: &mut Seen, event: &Value, at_us: u64) {
     }
 }
 
-/// Whether an event's data may be a delta, an idle or an error (the server writes `type` first).
+/// Whether an event's data may be a delta, an idle or an error (the server writes `id`, then
+/// `type`, first).
 fn worth_parsing(data: &str) -> bool {
-    let head = data.get(..64).unwrap_or(data);
-    (head.contains("\"message.part.updated\"") && data.contains("\"delta\":"))
+    let head = data.get(..96).unwrap_or(data);
+    head.contains("\"message.part.delta\"")
         || head.contains("\"session.idle\"")
         || head.contains("\"session.error\"")
 }
@@ -932,8 +933,9 @@ mod tests {
     #[test]
     fn events_fold_into_latencies_parts_and_idles() {
         let mut seen = Seen::default();
-        let delta = json!({"type": "message.part.updated", "properties": {
-            "part": {"id": "prt_1", "text": "0000000000001000 "}, "delta": "0000000000001000 "}});
+        let delta = json!({"id": "evt_01a2353035107cb10000000000", "type": "message.part.delta", "properties": {
+            "sessionID": "ses_1", "messageID": "msg_1", "partID": "prt_1", "field": "text",
+            "delta": "0000000000001000 "}});
         observe(&mut seen, &delta, 1_500);
         observe(&mut seen, &json!({"type": "session.idle", "properties": {"sessionID": "ses_1"}}), 2_000);
         observe(&mut seen, &json!({"type": "session.error", "properties": {"sessionID": "ses_1"}}), 2_000);
@@ -944,7 +946,8 @@ mod tests {
         for event in [&delta, &json!({"type": "session.idle", "properties": {}})] {
             assert!(worth_parsing(&event.to_string()));
         }
-        let update = json!({"type": "message.part.updated", "properties": {"part": {"id": "prt_1"}}});
+        let update = json!({"id": "evt_01a2353035107cb10000000001", "type": "message.part.updated",
+            "properties": {"part": {"id": "prt_1"}, "sessionID": "ses_1", "time": 1}});
         assert!(!worth_parsing(&update.to_string()));
     }
 

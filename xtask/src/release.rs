@@ -779,6 +779,7 @@ mod tests {
                 "session-cli-9.9.9.crate",
                 "session-core-9.9.9.crate",
                 "session-llm-9.9.9.crate",
+                "session-mcp-9.9.9.crate",
                 "session-runtime-9.9.9.crate",
                 "session-server-9.9.9.crate",
                 "session-store-9.9.9.crate",
