@@ -42,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         retry: None,
     };
     let models = StaticModels::new().with_provider("scripted", entry);
-    // Asks go to `/event` as `permission.updated`; clients answer them over HTTP.
+    // Asks go to `/event` as `permission.asked`; clients answer them over HTTP.
     let asker = Arc::new(BusAsker::new());
     let permissions = Arc::new(PermissionEngine::new(asker.clone()));
     let tools = ToolExecutor::new(builtin_registry()?, Workspace::new(&project)?, permissions.clone());
