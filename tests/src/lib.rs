@@ -55,14 +55,28 @@ pub fn fixtures_dir() -> PathBuf {
 /// given limits) at `base_url`, and trusts `dir` for a `HOME` one level above it, as the tests
 /// run the binary.
 pub fn mock_project(dir: &Path, base_url: &str, context: u64, output: u64) -> std::io::Result<()> {
+    mock_project_with(dir, base_url, context, output, serde_json::Map::new())
+}
+
+/// [`mock_project`] with more top-level config keys (`permission`, `mcp`, ...).
+pub fn mock_project_with(
+    dir: &Path,
+    base_url: &str,
+    context: u64,
+    output: u64,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    let config = serde_json::json!({
+    let mut config = serde_json::json!({
         "provider": {"mock": {
             "npm": "@ai-sdk/openai-compatible",
             "options": {"baseURL": base_url, "apiKey": "test-key"},
             "models": {"m": {"limit": {"context": context, "output": output}}}
         }}
     });
+    if let Some(object) = config.as_object_mut() {
+        object.extend(extra);
+    }
     std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config)?)?;
     let home = dir.parent().ok_or_else(|| std::io::Error::other("the project has no parent folder"))?;
     session_testkit::trust_folder(home, dir)

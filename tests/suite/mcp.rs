@@ -31,18 +31,13 @@ fn everything() -> PathBuf {
 
 /// A trusted project whose config points provider `mock` at `base_url` and adds `mcp`.
 fn project(dir: &Path, base_url: &str, mcp: Value, permission: Value) {
-    std::fs::create_dir_all(dir).unwrap();
-    let config = json!({
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": base_url, "apiKey": "test-key"},
-            "models": {"m": {"limit": {"context": 32000, "output": 4000}}}
-        }},
-        "mcp": mcp,
-        "permission": permission,
-    });
-    std::fs::write(dir.join("session.json"), serde_json::to_string_pretty(&config).unwrap()).unwrap();
-    session_testkit::trust_folder(dir.parent().unwrap(), dir).unwrap();
+    let extra = [("mcp".to_owned(), mcp), ("permission".to_owned(), permission)].into_iter().collect();
+    session_e2e::mock_project_with(dir, base_url, 32_000, 4_000, extra).unwrap();
+}
+
+/// The loopback provider answering `script`.
+async fn scripted(script: &str) -> TestServer {
+    TestServer::start(Script::from_json(script).unwrap()).await.unwrap()
 }
 
 fn local_everything() -> Value {
@@ -85,17 +80,13 @@ fn main_requests(server: &TestServer) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_calls_an_mcp_tool_and_its_result_reaches_the_next_request() {
-    let server = TestServer::start(
-        Script::from_json(
-            r#"{"turns": [
-                {"calls": [{"name": "everything_echo", "arguments": {"message": "ping from the model"}}]},
-                {"text": "The server echoed."}
-            ]}"#,
-        )
-        .unwrap(),
+    let server = scripted(
+        r#"{"turns": [
+            {"calls": [{"name": "everything_echo", "arguments": {"message": "ping from the model"}}]},
+            {"text": "The server echoed."}
+        ]}"#,
     )
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     project(
         &dir.path().join("project"),
@@ -119,17 +110,13 @@ async fn the_model_calls_an_mcp_tool_and_its_result_reaches_the_next_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_image_reaches_the_model_as_an_attachment() {
-    let server = TestServer::start(
-        Script::from_json(
-            r#"{"turns": [
-                {"calls": [{"name": "everything_get-tiny-image", "arguments": {}}]},
-                {"text": "A logo."}
-            ]}"#,
-        )
-        .unwrap(),
+    let server = scripted(
+        r#"{"turns": [
+            {"calls": [{"name": "everything_get-tiny-image", "arguments": {}}]},
+            {"text": "A logo."}
+        ]}"#,
     )
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     project(
         &dir.path().join("project"),
@@ -150,17 +137,13 @@ async fn an_mcp_image_reaches_the_model_as_an_attachment() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_tool_asks_unless_a_rule_names_it() {
     // Everything is allowed by the default `*` rule, yet the MCP tool asks; --deny rejects.
-    let server = TestServer::start(
-        Script::from_json(
-            r#"{"turns": [
-                {"calls": [{"name": "everything_echo", "arguments": {"message": "should not run"}}]},
-                {"text": "Refused."}
-            ]}"#,
-        )
-        .unwrap(),
+    let server = scripted(
+        r#"{"turns": [
+            {"calls": [{"name": "everything_echo", "arguments": {"message": "should not run"}}]},
+            {"text": "Refused."}
+        ]}"#,
     )
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     project(&dir.path().join("project"), &server.base_url(Api::OpenAiChat), local_everything(), json!({}));
     let out = session(dir.path(), &["run", "--model", "mock/m", "--deny", "echo something"]).await;
@@ -257,18 +240,14 @@ fn fault_server() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_list_change_is_offered_on_the_next_step() {
-    let server = TestServer::start(
-        Script::from_json(
-            r#"{"turns": [
-                {"calls": [{"name": "fault_grow", "arguments": {}}]},
-                {"calls": [{"name": "fault_extra", "arguments": {}}]},
-                {"text": "Grown."}
-            ]}"#,
-        )
-        .unwrap(),
+    let server = scripted(
+        r#"{"turns": [
+            {"calls": [{"name": "fault_grow", "arguments": {}}]},
+            {"calls": [{"name": "fault_extra", "arguments": {}}]},
+            {"text": "Grown."}
+        ]}"#,
     )
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     project(
         &dir.path().join("project"),
@@ -288,18 +267,14 @@ async fn a_tool_list_change_is_offered_on_the_next_step() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_crashing_mid_call_is_a_tool_error_and_the_run_goes_on() {
-    let server = TestServer::start(
-        Script::from_json(
-            r#"{"turns": [
-                {"calls": [{"name": "fault_crash", "arguments": {}}]},
-                {"calls": [{"name": "fault_pid", "arguments": {}}]},
-                {"text": "Recovered."}
-            ]}"#,
-        )
-        .unwrap(),
+    let server = scripted(
+        r#"{"turns": [
+            {"calls": [{"name": "fault_crash", "arguments": {}}]},
+            {"calls": [{"name": "fault_pid", "arguments": {}}]},
+            {"text": "Recovered."}
+        ]}"#,
     )
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     project(
         &dir.path().join("project"),

@@ -42,11 +42,8 @@ struct Attached {
 fn attach(base_url: &str) -> Attached {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
-    session_e2e::mock_project(&project, base_url, 32_000, 4_000).unwrap();
-    let mut config: Value =
-        serde_json::from_str(&std::fs::read_to_string(project.join("session.json")).unwrap()).unwrap();
-    config["permission"] = json!({"bash": "ask"});
-    std::fs::write(project.join("session.json"), config.to_string()).unwrap();
+    let extra = [("permission".to_owned(), json!({"bash": "ask"}))].into_iter().collect();
+    session_e2e::mock_project_with(&project, base_url, 32_000, 4_000, extra).unwrap();
     let home = dir.path().to_owned();
     let server = start_serve(&project, &home, &["--model", "mock/m"]).unwrap();
     Attached { home, project, server, _dir: dir }

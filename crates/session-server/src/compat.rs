@@ -134,8 +134,8 @@ pub(crate) async fn reply(
     let body: ReplyBody = parse_body(&body, true)?;
     let reply = body.reply.ok_or_else(|| ServerError::body("reply: missing (once, always or reject)"))?;
     let request: PermissionId = parse_id(&request, "requestID")?;
-    if state.permissions.pending(None).iter().any(|ask| ask.id == request) {
-        state.permissions.reply(&request, reply, body.message.as_deref());
+    // An ask waiting here settles at once (an unknown id settles nothing).
+    if !state.permissions.reply(&request, reply, body.message.as_deref()).is_empty() {
         return Ok(Json(true));
     }
     if let (Some(cluster), Some(session)) = (&state.cluster, state.statuses.ask_session(&request)) {

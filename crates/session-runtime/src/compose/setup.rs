@@ -137,9 +137,16 @@ pub fn config_sources(setup: &RuntimeSetup) -> (ConfigSources, FsResolver) {
 /// `session mcp list` and `session mcp call`, which need no model).
 pub fn mcp_manager(setup: &RuntimeSetup) -> Result<McpManager, ComposeError> {
     let loaded = load_config(setup)?;
-    let sandbox = Sandbox::new(loaded.config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
-    let at = SandboxAt { sandbox, workspace: setup.cwd.clone() };
+    let (_, at) = sandbox_of(&loaded.config, setup);
     Ok(McpManager::confined(mcp_servers(&loaded.config.mcp, &setup.cwd)?, at))
+}
+
+/// The command sandbox `config` sets for `setup`'s project, and the same sandbox laid over the
+/// project for the local MCP servers that ask for it.
+fn sandbox_of(config: &crate::config::Config, setup: &RuntimeSetup) -> (Sandbox, SandboxAt) {
+    let sandbox = Sandbox::new(config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
+    let at = SandboxAt { sandbox: sandbox.clone(), workspace: setup.cwd.clone() };
+    (sandbox, at)
 }
 
 /// Builds the runtime of a project: configuration, model, store, tools with `asker` answering
@@ -200,10 +207,9 @@ pub async fn assemble(
     let task = Arc::new(TaskTool::new(&agents));
     registry.register(task.clone())?;
     // MCP servers start when the first model request needs tools, not here.
-    let sandbox = Sandbox::new(config.sandbox.settings(&setup.cwd, setup.home.as_deref()));
-    let sandbox_warning = sandbox.warning();
     // Local servers whose config says `sandbox: true` run under the same sandbox.
-    let at = SandboxAt { sandbox: sandbox.clone(), workspace: setup.cwd.clone() };
+    let (sandbox, at) = sandbox_of(&config, setup);
+    let sandbox_warning = sandbox.warning();
     let mcp = Arc::new(McpManager::confined(mcp_servers(&config.mcp, &setup.cwd)?, at));
     let mut executor = ToolExecutor::new(registry, workspace, permissions.clone())
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
