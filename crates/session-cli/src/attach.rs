@@ -1,83 +1,23 @@
-//! `session run -f PATH`: files attached to the prompt as parts of the user message, as
-//! OpenCode attaches them. A text file is inlined as a synthetic text part (the model reads
-//! it) beside its `text/plain` file part (which records the attachment and is not sent again);
-//! an image or a PDF is a file part holding its bytes as a `data:` URL, images fitted to the
-//! providers' limits.
+//! `session run -f PATH`: files attached to the prompt as parts of the user message (see
+//! [`session_runtime::attach_file`] for how each kind of file is attached).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-use base64::Engine as _;
-use session_core::{FilePart, PartKind, TextPart};
+use anyhow::Result;
+use session_core::PartKind;
 
-/// The largest file attached, in bytes.
-pub const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
+pub use session_runtime::MAX_ATTACHMENT_BYTES;
 
 /// The parts of the files at `paths` (relative ones start at `cwd`), in order.
 pub fn attachments(paths: &[PathBuf], cwd: &Path) -> Result<Vec<PartKind>> {
     let mut parts = Vec::new();
     for path in paths {
-        let full = cwd.join(path);
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(&full).with_context(|| format!("--file {shown}: cannot read it"))?;
-        if !meta.is_file() {
-            bail!("--file {shown}: not a regular file");
-        }
-        if meta.len() > MAX_ATTACHMENT_BYTES {
-            bail!(
-                "--file {shown}: {} bytes, more than the {MAX_ATTACHMENT_BYTES} attached at most",
-                meta.len()
-            );
-        }
-        let bytes = std::fs::read(&full).with_context(|| format!("--file {shown}: cannot read it"))?;
-        let filename = full.file_name().map(|name| name.to_string_lossy().into_owned());
-        match media_type(&full) {
-            Some(mime) => {
-                let url = format!(
-                    "data:{mime};base64,{}",
-                    base64::engine::general_purpose::STANDARD.encode(&bytes)
-                );
-                let file = FilePart { mime: mime.to_owned(), filename, url, source: None };
-                let (mut kept, omitted) = session_tools::fit_images(vec![file]);
-                match kept.pop() {
-                    Some(file) if omitted == 0 => parts.push(PartKind::File(file)),
-                    _ => bail!("--file {shown}: the image cannot be read or brought under the size limit"),
-                }
-            }
-            None => {
-                let Ok(text) = String::from_utf8(bytes) else {
-                    bail!("--file {shown}: not text (UTF-8), an image or a PDF");
-                };
-                parts.push(PartKind::Text(TextPart {
-                    text: format!("The user attached the file {shown}:\n\n{text}"),
-                    synthetic: Some(true),
-                    ..TextPart::default()
-                }));
-                let url = format!("file://{}", full.canonicalize().unwrap_or(full.clone()).display());
-                parts.push(PartKind::File(FilePart {
-                    mime: "text/plain".to_owned(),
-                    filename,
-                    url,
-                    source: None,
-                }));
-            }
-        }
+        let attached = session_runtime::attach_file(&cwd.join(path), &shown)
+            .map_err(|error| anyhow::anyhow!("--file {error}"))?;
+        parts.extend(attached);
     }
     Ok(parts)
-}
-
-/// The media type of a file sent as bytes (raster images and PDF), by its extension.
-fn media_type(path: &Path) -> Option<&'static str> {
-    let ext = path.extension()?.to_string_lossy().to_lowercase();
-    Some(match ext.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "bmp" => "image/bmp",
-        "pdf" => "application/pdf",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@ use std::collections::BTreeSet;
 use std::io::Write;
 
 use anyhow::Result;
+use session_core::ModelRef;
 use session_llm::{Catalog, CatalogModel};
 use session_runtime::{ConfiguredModels, RuntimeSetup};
+use session_server::{ClientModel, ClientProvider, ProviderSource};
 
 use crate::terminal::clean;
 
@@ -40,21 +42,11 @@ pub fn list(setup: &RuntimeSetup, only: Option<&str>, out: &mut impl Write) -> R
         eprintln!("session: warning: {warning}");
     }
     let catalog = Catalog::embedded()?;
-    let mut ids: BTreeSet<String> = catalog.providers().map(|p| p.id.clone()).collect();
-    ids.extend(loaded.config.provider.keys().cloned());
-    let configured_models = |id: &str| -> Vec<String> {
-        loaded.config.provider.get(id).map(|p| p.models.keys().cloned().collect()).unwrap_or_default()
-    };
+    let ids = provider_ids(&catalog, &loaded.config);
     let models = ConfiguredModels::new(catalog.clone(), loaded.config.clone(), setup.env.clone(), None)?;
     let mut found = false;
     for id in ids.iter().filter(|id| only.is_none_or(|wanted| wanted == id.as_str())) {
-        let listed: BTreeSet<String> = catalog
-            .provider(id)
-            .map(|p| p.models.keys().cloned().collect::<Vec<_>>())
-            .unwrap_or_default()
-            .into_iter()
-            .chain(configured_models(id))
-            .collect();
+        let listed = listed_models(&catalog, &loaded.config, id);
         let listing = match models.resolve_provider(id) {
             Err(error) => Listing::Unusable(error.to_string()),
             Ok(provider) if listed.is_empty() => Listing::AnyModel { base_url: provider.base_url },
@@ -74,6 +66,79 @@ pub fn list(setup: &RuntimeSetup, only: Option<&str>, out: &mut impl Write) -> R
         );
     }
     Ok(())
+}
+
+/// Every provider id of the catalog and the configuration.
+fn provider_ids(catalog: &Catalog, config: &session_runtime::Config) -> BTreeSet<String> {
+    let mut ids: BTreeSet<String> = catalog.providers().map(|p| p.id.clone()).collect();
+    ids.extend(config.provider.keys().cloned());
+    ids
+}
+
+/// The model ids of provider `id`: the catalog's and the configuration's.
+fn listed_models(catalog: &Catalog, config: &session_runtime::Config, id: &str) -> BTreeSet<String> {
+    let configured = config.provider.get(id).map(|p| p.models.keys().cloned().collect::<Vec<_>>());
+    catalog
+        .provider(id)
+        .map(|p| p.models.keys().cloned().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(configured.unwrap_or_default())
+        .collect()
+}
+
+/// The providers `session serve` can call, with their models, as OpenCode's clients list
+/// them: those with a key or on this machine, and always the one of `default` (whose model
+/// is listed even when a local server's catalog entry has no models).
+pub fn client_providers(setup: &RuntimeSetup, default: &ModelRef) -> Result<Vec<ClientProvider>> {
+    let loaded = session_runtime::load_config(setup)?;
+    let catalog = Catalog::embedded()?;
+    let models = ConfiguredModels::new(catalog.clone(), loaded.config.clone(), setup.env.clone(), None)?;
+    let mut providers = Vec::new();
+    for id in provider_ids(&catalog, &loaded.config) {
+        let Ok(provider) = models.resolve_provider(&id) else { continue };
+        let is_default = default.provider_id == id;
+        // A local preset nobody configured may not be running: only keys and config count.
+        let configured = loaded.config.provider.contains_key(&id);
+        if !is_default && !configured && (provider.api_key.is_none() || provider.is_local()) {
+            continue;
+        }
+        let mut listed = listed_models(&catalog, &loaded.config, &id);
+        if is_default {
+            listed.insert(default.model_id.clone());
+        }
+        let source = match (catalog.provider(&id).is_some(), loaded.config.provider.contains_key(&id)) {
+            (false, _) => ProviderSource::Custom,
+            (true, true) => ProviderSource::Config,
+            (true, false) => ProviderSource::Env,
+        };
+        let name = loaded
+            .config
+            .provider
+            .get(&id)
+            .and_then(|p| p.name.clone())
+            .or_else(|| catalog.provider(&id).map(|p| p.name.clone()))
+            .unwrap_or_else(|| id.clone());
+        let models = listed
+            .iter()
+            .map(|model| {
+                let found = models.resolve_model(&id, model).unwrap_or_else(|| CatalogModel::unknown(model));
+                // The key is the id clients send back; the catalog entry may call the API by another.
+                let mut client = ClientModel::new(&id, &provider.npm, &provider.base_url, &found);
+                client.set_id(model);
+                (model.clone(), client)
+            })
+            .collect();
+        providers.push(ClientProvider {
+            id: id.clone(),
+            name,
+            source,
+            env: provider.key_vars.clone(),
+            options: serde_json::Map::new(),
+            models,
+        });
+    }
+    Ok(providers)
 }
 
 fn write_listing(out: &mut impl Write, provider: &str, listing: &Listing) -> std::io::Result<()> {

@@ -186,6 +186,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
             model: Some(format!("{}/{}", assembled.model.provider_id, assembled.model.model_id)),
             ..ClientConfig::default()
         },
+        providers: crate::models::client_providers(&options.setup, &assembled.model)?,
     };
     parts.cluster = cluster;
     parts.mcp = mcp.clone();

@@ -27,9 +27,10 @@ mod config;
 mod engine;
 
 pub use compose::{
-    Assembled, ComposeError, ConfiguredModels, InstructionSources, ResolvedProvider, RuntimeBuilder,
-    RuntimeSetup, StaticModels, assemble, config_sources, configured_agents, default_agent,
-    instruction_files, instructions_text, load_config, mcp_manager, open_store, project_root, user_dir,
+    Assembled, AttachError, ComposeError, ConfiguredModels, InstructionSources, MAX_ATTACHMENT_BYTES,
+    ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels, assemble, attach_file, config_sources,
+    configured_agents, default_agent, instruction_files, instructions_text, load_config, mcp_manager,
+    open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,

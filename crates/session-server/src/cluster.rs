@@ -55,6 +55,9 @@ pub(crate) struct Receiver {
     pub(crate) permissions: Arc<PermissionEngine>,
     pub(crate) hub: Hub,
     pub(crate) statuses: Statuses,
+    /// How much of each streaming part's text this instance's clients have, so that a
+    /// re-read part reaches them as `message.part.delta` of what is new, as local text does.
+    pub(crate) streamed: std::sync::Mutex<HashMap<session_core::PartId, usize>>,
 }
 
 /// Starts sending this instance's notices (`origin` tells them apart) and carrying out the
@@ -303,9 +306,9 @@ impl Receiver {
                     self.emit(&BusEvent::MessageUpdated { info: Box::new(message) });
                 }
             }
-            NoticeBody::PartUpdated { part, .. } => {
+            NoticeBody::PartUpdated { part, streaming, .. } => {
                 if let Some(part) = self.read_part(&session, part.as_str()).await {
-                    self.emit(&BusEvent::PartUpdated { part: Box::new(part) });
+                    self.emit_part(part, streaming);
                 }
             }
             NoticeBody::MessageRemoved { message } => {
@@ -323,6 +326,54 @@ impl Receiver {
                     permission_id: permission,
                     response,
                 });
+            }
+        }
+    }
+
+    /// Publishes a part read back from the store: while it streams, the text clients lack as a
+    /// delta (the whole part the first time, or when its text no longer extends what they
+    /// have); once it is done, the whole part.
+    fn emit_part(&self, part: session_core::Part, streaming: bool) {
+        let text = match &part.kind {
+            session_core::PartKind::Text(text) => Some(text.text.as_str()),
+            session_core::PartKind::Reasoning(reasoning) => Some(reasoning.text.as_str()),
+            _ => None,
+        };
+        let Some(text) = text else {
+            self.emit(&BusEvent::PartUpdated { part: Box::new(part) });
+            return;
+        };
+        let mut streamed = self.streamed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Parts that stream at once are few; a bound keeps ended ones from piling up.
+        if streamed.len() > 4096 {
+            streamed.clear();
+        }
+        if !streaming {
+            // A whole part: clients now have all of its text.
+            streamed.insert(part.id.clone(), text.len());
+            drop(streamed);
+            self.emit(&BusEvent::PartUpdated { part: Box::new(part) });
+            return;
+        }
+        match streamed.get(&part.id).copied() {
+            Some(sent) if text.len() >= sent && text.is_char_boundary(sent) => {
+                if text.len() > sent {
+                    let delta = BusEvent::PartDelta {
+                        session_id: part.session_id.clone(),
+                        message_id: part.message_id.clone(),
+                        part_id: part.id.clone(),
+                        field: "text".to_owned(),
+                        delta: text[sent..].to_owned(),
+                    };
+                    streamed.insert(part.id.clone(), text.len());
+                    drop(streamed);
+                    self.emit(&delta);
+                }
+            }
+            _ => {
+                streamed.insert(part.id.clone(), text.len());
+                drop(streamed);
+                self.emit(&BusEvent::PartUpdated { part: Box::new(part) });
             }
         }
     }

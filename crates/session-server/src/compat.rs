@@ -33,6 +33,8 @@ pub struct ServerInfo {
     pub config: PathBuf,
     /// The configuration as clients may see it.
     pub client_config: ClientConfig,
+    /// The providers this server can call, with their models, for the clients' pickers.
+    pub providers: Vec<crate::ClientProvider>,
 }
 
 /// The part of the configuration a client reads from `GET /config`: what it needs to choose a

@@ -40,6 +40,10 @@ pub enum ServerError {
     /// The body is larger than the server reads (413 `PayloadTooLarge`).
     #[error("{0}")]
     TooLarge(String),
+    /// A route or feature of OpenCode's server this one does not offer (501
+    /// `UnsupportedError`); the message says what and why.
+    #[error("{0}")]
+    Unsupported(String),
     /// Anything else: the server failed (500 `UnknownError`).
     #[error("{0}")]
     Internal(String),
@@ -118,6 +122,10 @@ impl IntoResponse for ServerError {
             Self::TooLarge(message) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({"name": "PayloadTooLarge", "data": {"message": message}}),
+            ),
+            Self::Unsupported(message) => (
+                StatusCode::NOT_IMPLEMENTED,
+                json!({"name": "UnsupportedError", "data": {"message": message}}),
             ),
             Self::Internal(message) => {
                 tracing::warn!(%message, "request failed");

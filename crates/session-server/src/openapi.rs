@@ -6,8 +6,11 @@
 
 use serde_json::{Value, json};
 
-/// Every route as (method, path), the list the router and the document share.
-pub(crate) const ROUTES: &[(&str, &str)] = &[
+mod more;
+
+/// Every route as (method, path), the list the router and the document share (with
+/// [`more::ROUTES`], which [`all_routes`] appends).
+const V1_ROUTES: &[(&str, &str)] = &[
     ("get", "/doc"),
     ("get", "/event"),
     ("get", "/global/event"),
@@ -30,6 +33,12 @@ pub(crate) const ROUTES: &[(&str, &str)] = &[
     ("post", "/session/{id}/revert"),
     ("post", "/session/{id}/permissions/{permissionID}"),
 ];
+
+/// Every route as (method, path): the v1 ones, then the others OpenCode 1.18's clients read.
+pub(crate) fn all_routes() -> &'static [(&'static str, &'static str)] {
+    static ALL: std::sync::OnceLock<Vec<(&str, &str)>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| V1_ROUTES.iter().chain(more::ROUTES).copied().collect())
+}
 
 fn reference(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -360,7 +369,7 @@ fn operation(method: &str, path: &str) -> Option<Operation> {
                 "response": {"enum": ["once", "always", "reject"]}}})),
             responses: with(vec![("200", ok("Answered", json!({"type": "boolean"})))], true),
         },
-        _ => return None,
+        _ => return more::operation(method, path),
     };
     Some(op)
 }
@@ -368,7 +377,7 @@ fn operation(method: &str, path: &str) -> Option<Operation> {
 /// The whole document.
 pub(crate) fn document() -> Value {
     let mut paths = serde_json::Map::new();
-    for (method, path) in ROUTES {
+    for (method, path) in all_routes() {
         let Some(operation) = operation(method, path) else { continue };
         let entry = paths.entry((*path).to_owned()).or_insert_with(|| json!({}));
         if let Some(object) = entry.as_object_mut() {
@@ -380,7 +389,7 @@ pub(crate) fn document() -> Value {
             "name": {"const": name},
             "data": {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}}})
     };
-    json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "session serve",
@@ -420,5 +429,9 @@ pub(crate) fn document() -> Value {
                 "Error": {"type": "object", "required": ["name", "data"]}
             }
         }
-    })
+    });
+    if let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(Value::as_object_mut) {
+        schemas.extend(more::schemas().into_iter().map(|(name, schema)| (name.to_owned(), schema)));
+    }
+    doc
 }

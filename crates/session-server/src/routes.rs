@@ -109,7 +109,7 @@ pub(crate) async fn create_session(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: JsonBody,
-) -> Result<Json<SessionInfo<'static>>, ServerError> {
+) -> Result<Json<SessionInfo>, ServerError> {
     query(q)?;
     let body: CreateBody = parse_body(&body, false)?;
     if body.workspace_id.is_some() {
@@ -161,7 +161,7 @@ const MAX_LISTED: usize = 10_000;
 pub(crate) async fn list_sessions(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Vec<SessionInfo<'static>>>, ServerError> {
+) -> Result<Json<Vec<SessionInfo>>, ServerError> {
     query(q)?;
     let mut sessions = Vec::new();
     let mut request = ListSessions { limit: 1000, ..ListSessions::default() };
@@ -182,9 +182,11 @@ pub(crate) async fn get_session(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<SessionInfo<'static>>, ServerError> {
+) -> Result<Json<SessionInfo>, ServerError> {
     query(q)?;
-    Ok(Json(session(&state, &id).await?.into()))
+    let session = session(&state, &id).await?;
+    let history = state.store.load_history(&session.id).await?.messages;
+    Ok(Json(SessionInfo::from(session).with_usage(&history)))
 }
 
 /// `DELETE /session/{id}`: stops its run here and deletes it with its children.
@@ -244,21 +246,36 @@ struct PromptBody {
     system: Option<String>,
     #[serde(default)]
     tools: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    variant: Option<String>,
+    #[serde(default)]
+    format: Option<session_core::OutputFormat>,
     parts: Vec<Value>,
 }
 
-/// Checks a prompt body and turns it into the runtime's input.
-fn prompt_input(body: &JsonBody) -> Result<PromptInput, ServerError> {
+/// Checks a prompt body and turns it into the runtime's input; `worktree` is where `file://`
+/// parts must point.
+fn prompt_input(body: &JsonBody, worktree: &std::path::Path) -> Result<PromptInput, ServerError> {
     let body: PromptBody = parse_body(body, true)?;
     if body.no_reply == Some(true) {
         return Err(ServerError::body(
             "noReply: storing a message without a reply is not supported by this server",
         ));
     }
-    if body.message_id.is_some() || body.system.is_some() || body.tools.is_some() {
-        tracing::debug!("ignoring messageID, system and tools of a prompt: this server does not use them");
+    if body.system.is_some() || body.tools.is_some() {
+        tracing::debug!("ignoring system and tools of a prompt: this server does not use them");
+    }
+    let message_id = body
+        .message_id
+        .as_deref()
+        .map(MessageId::parse)
+        .transpose()
+        .map_err(|error| ServerError::body(format!("messageID: {error}")))?;
+    if body.variant.as_deref().is_some_and(|v| v.trim().is_empty()) {
+        return Err(ServerError::body("variant: must not be empty"));
     }
     let mut texts = Vec::new();
+    let mut attachments = Vec::new();
     for (index, part) in body.parts.iter().enumerate() {
         let kind = part.get("type").and_then(Value::as_str).ok_or_else(|| {
             ServerError::body(format!("parts[{index}].type: a part needs a type (\"text\")"))
@@ -272,16 +289,18 @@ fn prompt_input(body: &JsonBody) -> Result<PromptInput, ServerError> {
                     texts.push(text.to_owned());
                 }
             }
-            "file" | "agent" | "subtask" => {
+            "file" => attachments.extend(crate::prompt_files::file_part(part, index, worktree)?),
+            "agent" | "subtask" => {
                 return Err(ServerError::body(format!(
-                    "parts[{index}].type: {kind:?} parts are not supported by this server; send text parts"
+                    "parts[{index}].type: {kind:?} parts are not supported by this server; send text and file \
+                     parts"
                 )));
             }
             other => tracing::debug!(kind = other, "skipping a prompt part of an unknown type"),
         }
     }
-    if texts.is_empty() {
-        return Err(ServerError::body("parts: at least one text part is required"));
+    if texts.is_empty() && attachments.is_empty() {
+        return Err(ServerError::body("parts: at least one text or file part is required"));
     }
     let model = match body.model {
         Some(model) => {
@@ -298,7 +317,33 @@ fn prompt_input(body: &JsonBody) -> Result<PromptInput, ServerError> {
     if body.agent.as_deref().is_some_and(|a| a.trim().is_empty()) {
         return Err(ServerError::body("agent: must not be empty"));
     }
-    Ok(PromptInput { text: texts.join("\n"), agent: body.agent, model, ..PromptInput::default() })
+    Ok(PromptInput {
+        text: texts.join("\n"),
+        agent: body.agent,
+        model,
+        variant: body.variant,
+        attachments,
+        format: body.format,
+        message_id,
+    })
+}
+
+/// Refuses a client's message id that would not sort after the session's messages (ids order
+/// a session's history) or that names one of them.
+async fn check_message_id(
+    state: &AppState,
+    session: &SessionId,
+    input: &PromptInput,
+) -> Result<(), ServerError> {
+    let Some(id) = &input.message_id else { return Ok(()) };
+    let history = state.store.load_history(session).await?;
+    if history.messages.last().is_some_and(|last| last.info.id() >= id) {
+        return Err(ServerError::body(format!(
+            "messageID: {id} does not sort after the session's last message; leave it out and the server \
+             makes one"
+        )));
+    }
+    Ok(())
 }
 
 /// `POST /session/{id}/message`: runs the prompt and answers with the last assistant message
@@ -310,8 +355,9 @@ pub(crate) async fn prompt(
     body: JsonBody,
 ) -> Result<Json<Value>, ServerError> {
     query(q)?;
-    let input = prompt_input(&body)?;
+    let input = prompt_input(&body, state.runtime.worktree())?;
     let session = session(&state, &id).await?;
+    check_message_id(&state, &session.id, &input).await?;
     let reply = state.runtime.prompt(&session.id, input).await?;
     let history = state.store.load_history(&session.id).await?;
     let parts =
@@ -342,9 +388,10 @@ pub(crate) async fn prompt_async(
     body: JsonBody,
 ) -> Result<Response, ServerError> {
     query(q)?;
-    let input = prompt_input(&body)?;
+    let input = prompt_input(&body, state.runtime.worktree())?;
     let session = session(&state, &id).await?;
     check_lease(&state, &session.id).await?;
+    check_message_id(&state, &session.id, &input).await?;
     let runtime = state.runtime.clone();
     let hub = state.hub.clone();
     tokio::spawn(async move {
@@ -395,7 +442,7 @@ pub(crate) async fn revert(
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
     body: JsonBody,
-) -> Result<Json<SessionInfo<'static>>, ServerError> {
+) -> Result<Json<SessionInfo>, ServerError> {
     query(q)?;
     let body: RevertBody = parse_body(&body, true)?;
     let message_id = MessageId::parse(&body.message_id)

@@ -56,7 +56,7 @@ pub use tool::{Tool, ToolSuccess, parse_args, schema_for};
 pub use tools::{
     BashTool, DEFAULT_TIMEOUT_MS, EditTool, GlobTool, GrepTool, KILL_GRACE, ListTool, MAX_LINE_LENGTH,
     MAX_OUTPUT_CHARS, MAX_READ_BYTES, MAX_TIMEOUT_MS, RESULT_LIMIT, ReadTool, TodoReadTool, TodoWriteTool,
-    WriteTool, builtin_registry, builtin_tools,
+    WriteTool, builtin_registry, builtin_tools, walk_project,
 };
 pub use tracker::{CLEANUP_GRACE, CallHandle, CallTracker, Settlement, ToolCompletion, ToolUpdate};
 pub use workspace::{ResolvedPath, Workspace};

@@ -19,6 +19,19 @@ use super::runtime::Runtime;
 use super::step::{StepContext, StepDriver};
 
 impl Runtime {
+    /// Compacts the session now, as the user asked (OpenCode's `summarize`, the TUI's
+    /// `/compact`): a user message holding a compaction part (`auto: false`), then a run that
+    /// writes the summary and stops. `model` writes it unless the compaction agent has one.
+    pub async fn summarize(
+        &self,
+        session_id: &SessionId,
+        model: Option<session_core::ModelRef>,
+    ) -> Result<AssistantMessage, RuntimeError> {
+        let part = PartKind::Compaction(CompactionPart { auto: false, overflow: None, tail_start_id: None });
+        let input = super::runtime::PromptInput { model, attachments: vec![part], ..Default::default() };
+        self.prompt(session_id, input).await
+    }
+
     /// SPEC 10.2 `create`: a user message holding a compaction part.
     pub(super) async fn create_compaction(
         &self,

@@ -171,12 +171,18 @@ impl Runtime {
         }
         // A pending revert becomes final when the session moves on (SPEC 13 `cleanup`).
         self.cleanup_revert(session_id).await?;
-        self.write_user_message(
+        self.write_user_message_as(
+            input.message_id.clone(),
             session_id,
             &agent.name,
             &model,
             input.format.clone(),
-            std::iter::once(text_part(&input.text)).chain(input.attachments.iter().cloned()).collect(),
+            // A message of attachments alone (a compaction request) has no empty text part.
+            (!input.text.is_empty() || input.attachments.is_empty())
+                .then(|| text_part(&input.text))
+                .into_iter()
+                .chain(input.attachments.iter().cloned())
+                .collect(),
         )
         .await
     }

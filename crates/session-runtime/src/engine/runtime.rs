@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use session_core::{
-    AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessagePath, ModelRef, OutputFormat,
-    Part, PartKind, SessionId, TextPart, TokenUsage, UserMessage, config::CompactionConfig,
+    AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessageId, MessagePath, ModelRef,
+    OutputFormat, Part, PartKind, SessionId, TextPart, TokenUsage, UserMessage, config::CompactionConfig,
     processor::Processor, processor::ProcessorConfig, retry::RetryConfig,
 };
 use session_llm::{CatalogModel, Provider, ToolSpec};
@@ -105,6 +105,9 @@ pub struct PromptInput {
     /// The answer's format: a JSON schema makes the model answer through the
     /// `StructuredOutput` tool and the message carry the result in `structured`.
     pub format: Option<OutputFormat>,
+    /// The id the user message gets (a client's own, so that it knows the message when it
+    /// comes back); unset, the runtime makes one. It must sort after the session's messages.
+    pub message_id: Option<MessageId>,
 }
 
 /// The handles a runtime is built from; no globals, nothing read from the environment.
@@ -171,6 +174,21 @@ impl Runtime {
             summaries: Summaries::default(),
             ids: Mutex::new((IdGenerator::new(), entropy)),
         }
+    }
+
+    /// The agents prompts may name, by name.
+    pub fn agents(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.values()
+    }
+
+    /// The model a prompt that names none runs with.
+    pub fn default_model(&self) -> &ModelRef {
+        &self.settings.default_model
+    }
+
+    /// The agent a prompt that names none runs with.
+    pub fn default_agent(&self) -> &str {
+        self.settings.default_agent.as_deref().unwrap_or("build")
     }
 
     /// The event bus.
@@ -365,8 +383,21 @@ impl Runtime {
         format: Option<OutputFormat>,
         parts: Vec<PartKind>,
     ) -> Result<UserMessage, RuntimeError> {
+        self.write_user_message_as(None, session_id, agent, model, format, parts).await
+    }
+
+    /// [`Runtime::write_user_message`] under the id a client chose (checked by the caller).
+    pub(super) async fn write_user_message_as(
+        &self,
+        id: Option<MessageId>,
+        session_id: &SessionId,
+        agent: &str,
+        model: &ModelRef,
+        format: Option<OutputFormat>,
+        parts: Vec<PartKind>,
+    ) -> Result<UserMessage, RuntimeError> {
         let user = UserMessage {
-            id: self.next_id(),
+            id: id.unwrap_or_else(|| self.next_id()),
             session_id: session_id.clone(),
             time: CreatedTime { created: self.clock.now_ms() },
             format,

@@ -50,6 +50,27 @@ struct Writer {
 }
 
 impl Runtime {
+    /// The files the session changed, from its first step's snapshot to its last one (or, with
+    /// `turn`, over that user message's turn alone); empty without snapshots.
+    pub async fn session_diff(
+        &self,
+        session_id: &SessionId,
+        turn_id: Option<&MessageId>,
+    ) -> Result<Vec<session_core::FileDiff>, session_store::StoreError> {
+        let history = self.store.load_history(session_id).await?.messages;
+        let span = match turn_id {
+            Some(user_id) => snapshot_span(turn(&history, user_id).iter().copied()),
+            None => snapshot_span(&history),
+        };
+        let Some((from, to)) = span else { return Ok(Vec::new()) };
+        Ok(self.snapshots.diff_trees(from, to).await.map(stored_diffs).unwrap_or_default())
+    }
+
+    /// The session's todo list, as `todowrite` last left it.
+    pub fn todos(&self, session_id: &SessionId) -> Vec<session_tools::Todo> {
+        self.tools.todos().get(session_id)
+    }
+
     /// Marks the turn of user message `turn` changed and makes sure a worker computes it.
     pub(super) fn fork_summary(&self, session_id: &SessionId, turn: &MessageId) {
         let mut sessions = lock(&self.summaries.sessions);

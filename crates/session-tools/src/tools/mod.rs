@@ -27,7 +27,7 @@ pub use grep::GrepTool;
 pub use invalid::InvalidTool;
 pub use list::ListTool;
 pub use read::{MAX_LINE_LENGTH, MAX_READ_BYTES, ReadTool};
-pub use search::RESULT_LIMIT;
+pub use search::{RESULT_LIMIT, walk_project};
 pub use todo::{TodoReadTool, TodoWriteTool};
 pub use write::WriteTool;
 
