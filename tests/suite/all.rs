@@ -10,6 +10,7 @@ mod faults;
 mod long;
 mod mcp;
 mod opencode_cli;
+mod opencode_tui;
 mod replay;
 mod run;
 mod sandbox;
