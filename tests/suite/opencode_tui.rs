@@ -144,12 +144,8 @@ fn drive(dir: &Path, base_url: &str) {
          OPENCODE_DISABLE_AUTOUPDATE=1 TERM=xterm-256color",
         h = home.display()
     );
-    let command = format!(
-        "cd {} && {env} {} attach {}",
-        project.display(),
-        opencode_binary().display(),
-        server.url
-    );
+    let command =
+        format!("cd {} && {env} {} attach {}", project.display(), opencode_binary().display(), server.url);
     let socket = format!("session-tui-{}", std::process::id());
     let ui = Tmux::start(&socket, &command);
 
@@ -166,10 +162,16 @@ fn drive(dir: &Path, base_url: &str) {
     let screen = ui.wait_for("All done: the greeting was written.");
     assert!(screen.contains("Writing the greeting."), "{screen}");
     assert!(screen.contains("$ echo hello-from-tui > greeting.txt"), "the tool line: {screen}");
-    assert!(screen.lines().any(|line| line.trim_start_matches([' ', '┃']).trim() == "hello-from-tui"), "{screen}");
+    assert!(
+        screen.lines().any(|line| line.trim_start_matches([' ', '┃']).trim() == "hello-from-tui"),
+        "{screen}"
+    );
     // The reasoning, collapsed as the UI shows it, and the sidebar's diff of the session.
     assert!(screen.contains("Thought"), "the reasoning: {screen}");
-    assert!(screen.contains("Modified Files") && screen.contains("greeting.txt"), "the session diff: {screen}");
+    assert!(
+        screen.contains("Modified Files") && screen.contains("greeting.txt"),
+        "the session diff: {screen}"
+    );
     let greeting = project.join("greeting.txt");
     assert_eq!(std::fs::read_to_string(&greeting).unwrap(), "hello-from-tui\n");
 
@@ -194,7 +196,9 @@ fn drive(dir: &Path, base_url: &str) {
         let messages = get(&server, &format!("/session/{id}/message"));
         messages.as_array().is_some_and(|m| {
             m.iter().flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default()).any(|p| {
-                p["tool"] == "bash" && p["state"]["status"] == "error" && p["state"]["input"]["command"] == "echo never-run"
+                p["tool"] == "bash"
+                    && p["state"]["status"] == "error"
+                    && p["state"]["input"]["command"] == "echo never-run"
             })
         })
     });
@@ -209,7 +213,10 @@ fn drive(dir: &Path, base_url: &str) {
         let sessions = get(&server, "/session");
         let id = sessions[0]["id"].as_str().unwrap_or_default().to_owned();
         let messages = get(&server, &format!("/session/{id}/message"));
-        messages.as_array().and_then(|m| m.last()).is_some_and(|last| last["info"]["error"]["name"] == "MessageAbortedError")
+        messages
+            .as_array()
+            .and_then(|m| m.last())
+            .is_some_and(|last| last["info"]["error"]["name"] == "MessageAbortedError")
     });
     let screen = ui.screen();
     assert!(!screen.contains("twenty."), "the answer stopped early: {screen}");
@@ -243,6 +250,9 @@ async fn opencode_attach_runs_prompts_permissions_undo_and_abort_on_session_serv
     tokio::task::spawn_blocking(move || drive(&path, &base_url)).await.unwrap();
     let main: Vec<_> = provider.requests().into_iter().filter(|r| r.kind == RequestKind::Main).collect();
     assert!(main.len() >= 4, "{main:#?}");
-    assert!(main[1].body["messages"].to_string().contains("hello-from-tui"), "the tool result reached the model");
+    assert!(
+        main[1].body["messages"].to_string().contains("hello-from-tui"),
+        "the tool result reached the model"
+    );
     provider.shutdown().await;
 }
