@@ -390,6 +390,7 @@ mod tests {
         assert!(subsequence("srcmain", "src/main.rs"));
         assert!(subsequence("MAIN", "src/main.rs"));
         assert!(subsequence("", "anything"));
-        assert!(!subsequence("mains", "src/main.rs"));
+        assert!(!subsequence("mainx", "src/main.rs"));
+        assert!(!subsequence("nm", "main"));
     }
 }

@@ -53,7 +53,11 @@ async fn sessions_are_created_listed_read_and_deleted() {
 
     let (status, got) = f.api.call("get", &format!("/session/{id}"), None).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(got, created);
+    // A single session is read with what its answers cost so far (none yet).
+    let mut expected = created.clone();
+    expected["cost"] = json!(0.0);
+    expected["tokens"] = json!({"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}});
+    assert_eq!(got, expected);
 
     let (status, deleted) = f.api.call("delete", &format!("/session/{id}"), None).await;
     assert_eq!((status, deleted), (StatusCode::OK, json!(true)));
@@ -124,12 +128,18 @@ async fn a_prompt_answers_with_the_assistant_message_and_its_parts() {
 
     // Bad bodies.
     let path = format!("/session/{id}/message");
+    // A file part naming a file outside the project is refused, not read.
+    let outside = json!({"parts": [{"type": "file", "mime": "text/plain", "url": "file:///etc/passwd"}]});
+    let (status, body) = f.api.call("post", &path, Some(outside)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(text(&body).contains("outside the project"), "{body}");
     for (body, field) in [
         (json!({}), "parts"),
         (json!({"parts": []}), "parts"),
         (json!({"parts": [{"type": "text"}]}), "parts[0].text"),
         (json!({"parts": [{"text": "x"}]}), "parts[0].type"),
-        (json!({"parts": [{"type": "file", "mime": "x", "url": "y"}]}), "parts[0].type"),
+        (json!({"parts": [{"type": "file", "mime": "x", "url": "y"}]}), "parts[0].url"),
+        (json!({"parts": [{"type": "agent", "name": "x"}]}), "parts[0].type"),
         (json!({"parts": "hi"}), "parts"),
         (json!({"parts": [{"type": "text", "text": "x"}], "model": {"providerID": "mock"}}), "model"),
         (
@@ -374,7 +384,12 @@ async fn revert_records_the_point_and_the_next_prompt_drops_what_follows() {
 
 /// Every route with its placeholders filled.
 fn concrete(path: &str) -> String {
-    path.replace("{id}", UNKNOWN).replace("{permissionID}", "per_unknown")
+    path.replace("{id}", UNKNOWN)
+        .replace("{permissionID}", "per_unknown")
+        .replace("{requestID}", "per_unknown")
+        .replace("{messageID}", "msg_unknown")
+        .replace("{partID}", "prt_unknown")
+        .replace("{projectID}", "0000")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -400,14 +415,24 @@ async fn the_openapi_document_describes_every_route() {
         assert!(create[code].is_object(), "POST /session lacks {code}");
     }
     assert!(doc["paths"]["/session"]["get"]["responses"]["415"].is_null());
-    // Each documented route is served (a route the router lacks answers an empty 404).
+    // Each documented route is served: none reaches the fallback, which names the route as
+    // not one of this server's.
     for (method, path) in routes() {
         if *path == "/event" || *path == "/global/event" {
             continue; // streams; covered by the event tests
         }
         let (status, body) = f.api.call(method, &concrete(path), None).await;
         assert!(!body.is_null() || status == StatusCode::NO_CONTENT, "{method} {path}: {status}");
+        let message = body["data"]["message"].as_str().unwrap_or_default();
+        assert!(!message.contains("GET /doc lists"), "{method} {path} is not routed: {body}");
     }
+    // Routes of OpenCode's server this one lacks answer 501 with a message; others 404.
+    let (status, body) = f.api.call("get", "/pty", None).await;
+    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
+    assert_eq!(body["name"], "UnsupportedError");
+    let (status, body) = f.api.call("get", "/nowhere", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(body["data"]["message"].as_str().unwrap_or_default().contains("/nowhere"));
     f.finish().await;
 }
 
