@@ -12,6 +12,7 @@ mod mcp;
 mod opencode_cli;
 mod replay;
 mod run;
+mod run_format;
 mod sandbox;
 mod security;
 mod serve_sdk;
