@@ -16,7 +16,7 @@ use session_testkit::TestServer;
 const OPENCODE_VERSION: &str = "1.18.34";
 
 /// The `opencode` binary: `SESSION_TEST_OPENCODE`, else where `.ci/run` installs it.
-fn opencode_binary() -> PathBuf {
+pub(super) fn opencode_binary() -> PathBuf {
     let path = std::env::var_os("SESSION_TEST_OPENCODE").map(PathBuf::from).unwrap_or_else(|| {
         let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
         home.join(".cache/session-runtime/opencode/node_modules/opencode-linux-x64/bin/opencode")

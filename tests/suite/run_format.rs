@@ -1,7 +1,8 @@
 //! `session run --format json` against the loopback scripted provider, in the shape of OpenCode
 //! 1.18's `opencode run --format json`: every line is compared with the reference lines the real
 //! client printed for the same scripts (`tests/fixtures/opencode_run_json`, see its README), and
-//! the normalised lines are snapshotted.
+//! the normalised lines are snapshotted. The real client attached to `session serve` is held to
+//! the same reference.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -230,4 +231,63 @@ async fn a_provider_error_is_one_error_line_and_exit_1() {
     assert_eq!(error["data"]["statusCode"], 400);
     // The error is on stdout as a line; stderr says it for a person.
     assert!(run.stderr.contains("bad request (mock)"), "{}", run.context());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_prompt_is_an_error_line_too() {
+    let run = run_json("tool_step.script.json", &["--agent", "nobody"]).await;
+    assert_eq!(run.code, Some(1), "{}", run.context());
+    assert_eq!(run.types(), ["error"], "{}", run.context());
+    let error = &run.lines[0]["error"];
+    assert_eq!(error["name"], "UnknownError");
+    assert!(error["data"]["message"].as_str().unwrap().contains("nobody"), "{error}");
+    assert_eq!(run.lines[0]["sessionID"], "ses_");
+}
+
+/// The real client attached to `session serve` prints, for the same script, lines of the same
+/// shape as the reference (and so as `session run --format json`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_attached_to_session_serve_prints_the_same_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut script = Script::load(&fixtures().join("tool_step.script.json")).unwrap();
+    script.workdir = Some(project.clone());
+    let prompt = script.prompt.clone().unwrap();
+    let server = TestServer::start(script).await.unwrap();
+    session_e2e::mock_project(&project, &server.base_url(Api::OpenAiChat), 32_000, 4_000).unwrap();
+    let (home, cwd) = (dir.path().to_owned(), project.clone());
+    let output = tokio::task::spawn_blocking(move || {
+        let serve = session_e2e::start_serve(&cwd, &home, &["--model", "mock/m"]).unwrap();
+        let client_home = home.join("opencode-home");
+        let output = Command::new(super::opencode_cli::opencode_binary())
+            .args(["run", "--attach", &serve.url, "--auto", "--format", "json", &prompt])
+            .current_dir(&cwd)
+            .env("HOME", &client_home)
+            .env("XDG_CONFIG_HOME", client_home.join(".config"))
+            .env("XDG_DATA_HOME", client_home.join(".local/share"))
+            .env("XDG_CACHE_HOME", client_home.join(".cache"))
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .env("NO_COLOR", "1")
+            .env_remove("OPENCODE_SERVER_PASSWORD")
+            .output()
+            .unwrap();
+        drop(serve);
+        output
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let lines =
+        stdout.lines().map(|line| normalize(serde_json::from_str(line).unwrap(), None, &project)).collect();
+    let run = JsonRun {
+        code: output.status.code(),
+        stdout,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        lines,
+        _dir: dir,
+    };
+    assert_eq!(run.code, Some(0), "{}", run.context());
+    assert_shape_matches(&run, "tool_step.jsonl");
 }
