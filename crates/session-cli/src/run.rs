@@ -467,12 +467,13 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let reply = match result.context("the run stopped unexpectedly")? {
         Ok(reply) => reply,
         Err(error) => {
-            renderer.refused(&error.to_string())?;
             // Nothing ran (an unknown agent, a busy session): a session made for it goes too.
             if created {
                 discard(store.as_ref(), &session_id).await;
             }
             store.close().await?;
+            // Written last: a closed stdout must not keep the store from being cleaned up.
+            renderer.refused(&error.to_string())?;
             return Err(error.into());
         }
     };
