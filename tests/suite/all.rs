@@ -13,6 +13,7 @@ mod opencode_cli;
 mod opencode_tui;
 mod replay;
 mod run;
+mod run_format;
 mod sandbox;
 mod security;
 mod serve_sdk;

@@ -167,7 +167,7 @@ async fn run_case(name: &str, api: Api, script: String) -> Run {
     let (home, data) = (dir.path().to_path_buf(), dir.path().join("data"));
     let output = tokio::task::spawn_blocking(move || {
         Command::new(binary)
-            .args(["run", "--model", "mock/m", "--format", "json", "--yes", "Say hello."])
+            .args(["run", "--model", "mock/m", "--format", "events", "--yes", "Say hello."])
             .current_dir(project_dir)
             .env("HOME", &home)
             .env("XDG_DATA_HOME", &data)

@@ -81,11 +81,11 @@ async fn a_tool_step_then_an_answer_over_real_http() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn json_lines_are_the_bus_events() {
+async fn events_lines_are_the_bus_events() {
     let server = TestServer::start(script(r#"{"turns": [{"text": "Hello."}]}"#)).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     project(&dir.path().join("project"), &server.base_url(Api::OpenAiChat));
-    let out = run_session(dir.path(), &["run", "--model", "mock/m", "--format", "json", "hi"]).await;
+    let out = run_session(dir.path(), &["run", "--model", "mock/m", "--format", "events", "hi"]).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -7,7 +7,8 @@
 //! [`run_demo`] (the whole runtime offline with a scripted model), [`replay()`] (a recorded
 //! provider stream through the adapter and the processor, no tools run), [`sessions`] (list,
 //! show, export, import, delete) and [`serve`] (session-server's HTTP API on a listener), with the
-//! [`Renderer`] of bus events as text or JSON lines.
+//! [`Renderer`] of bus events as text or JSON lines, and [`run_json`], the lines of OpenCode's
+//! `opencode run --format json` that `run --format json` prints.
 //!
 //! It deliberately does not own the agent loop (`session-runtime`), the providers and the
 //! catalog (`session-llm`), storage (`session-store`) or the tools (`session-tools`); and only
@@ -22,6 +23,7 @@ pub mod models;
 mod render;
 mod replay;
 mod run;
+pub mod run_json;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;
@@ -39,5 +41,6 @@ pub use run::{
     AskMode, Assembled, EXIT_INTERRUPTED, RunOptions, RuntimeSetup, assemble, open_store, open_store_with,
     run_prompt,
 };
+pub use run_json::RunFormat;
 pub use session_runtime::{ConfiguredModels, ResolvedProvider};
 pub use status_line::{StatusLine, StatusPause};

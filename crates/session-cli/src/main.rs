@@ -86,9 +86,15 @@ enum Command {
         /// PostgreSQL URL of the session database (default: the embedded SQLite file).
         #[arg(long)]
         db: Option<String>,
-        /// Output format: readable text, or the bus events as JSON lines.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        /// Output format: readable text; json, the JSON lines of `opencode run --format json`
+        /// (step_start, text, reasoning, tool_use, step_finish, error); or events, every bus
+        /// event as a JSON line.
+        #[arg(long, value_enum, default_value_t = RunFormatArg::Text)]
+        format: RunFormatArg,
+        /// Include the model's reasoning in --format json (reasoning lines, as OpenCode's
+        /// --thinking; the text format always shows it).
+        #[arg(long)]
+        thinking: bool,
         /// Answer permission asks "once" without asking.
         #[arg(long, conflicts_with = "deny")]
         yes: bool,
@@ -282,6 +288,24 @@ enum Format {
     Json,
 }
 
+/// `session run --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RunFormatArg {
+    Text,
+    Json,
+    Events,
+}
+
+impl From<RunFormatArg> for session_cli::RunFormat {
+    fn from(value: RunFormatArg) -> Self {
+        match value {
+            RunFormatArg::Text => Self::Text,
+            RunFormatArg::Json => Self::Json,
+            RunFormatArg::Events => Self::Events,
+        }
+    }
+}
+
 /// The catalog entry `--model` names; an unknown model is priced at 0 with a warning.
 fn replay_model(reference: &str) -> Result<Option<session_cli::ReplayModel>> {
     let Some((provider, model)) = session_llm::split_model_ref(reference) else {
@@ -420,6 +444,7 @@ fn run(command: Command) -> Result<ExitCode> {
             base_url,
             db,
             format,
+            thinking,
             yes,
             deny,
         } => {
@@ -463,10 +488,8 @@ fn run(command: Command) -> Result<ExitCode> {
                 files,
                 base_url,
                 db,
-                format: match format {
-                    Format::Text => session_cli::OutputFormat::Text,
-                    Format::Json => session_cli::OutputFormat::Json,
-                },
+                format: format.into(),
+                thinking,
                 ask,
                 status_line: std::io::stderr().is_terminal(),
                 cwd: std::env::current_dir().context("cannot read the working directory")?,

@@ -17,7 +17,7 @@ use session_store::{ListSessions, SessionPatch, Store, StoreOptions};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::render::{OutputFormat, Renderer};
+use crate::run_json::{RunFormat, RunOutput};
 use crate::status_line::StatusLine;
 
 /// Exit code of a run interrupted by the user.
@@ -64,7 +64,9 @@ pub struct RunOptions {
     /// `--db`: a PostgreSQL URL overriding the config's `database`.
     pub db: Option<String>,
     /// Output format.
-    pub format: OutputFormat,
+    pub format: RunFormat,
+    /// `--thinking`: include reasoning in the JSON lines (text always shows it).
+    pub thinking: bool,
     /// How asks are answered.
     pub ask: AskMode,
     /// Draw the spinner and the retry countdown on stderr (only when it is a terminal).
@@ -337,7 +339,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let attachments = crate::attach::attachments(&options.files, &options.cwd)?;
     let (failures, mut failed) = mpsc::unbounded_channel();
     let (questions, mut asked) = mpsc::unbounded_channel::<Question>();
-    let mut status = StatusLine::new(options.status_line && options.format == OutputFormat::Text);
+    let mut status = StatusLine::new(options.status_line && options.format == RunFormat::Text);
     let asker = CliAsker { mode: options.ask, failures, questions };
     let Assembled { runtime, store, model, mcp, .. } = assemble(&setup, Arc::new(asker)).await?;
     let (session_id, created) = pick_session(&options, &runtime, &store).await?;
@@ -349,7 +351,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         }
     };
     let mut events = runtime.bus().subscribe();
-    let mut renderer = Renderer::new(out, options.format);
+    let mut renderer = RunOutput::new(out, options.format, &session_id, options.thinking);
     let mut run = {
         let runtime = runtime.clone();
         let id = session_id.clone();
@@ -470,6 +472,8 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
                 discard(store.as_ref(), &session_id).await;
             }
             store.close().await?;
+            // Written last: a closed stdout must not keep the store from being cleaned up.
+            renderer.refused(&error.to_string())?;
             return Err(error.into());
         }
     };
@@ -512,7 +516,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
 }
 
 /// Shows one event with the status line out of the way.
-fn show<W: Write>(renderer: &mut Renderer<W>, status: &mut StatusLine, event: &BusEvent) -> Result<()> {
+fn show<W: Write>(renderer: &mut RunOutput<W>, status: &mut StatusLine, event: &BusEvent) -> Result<()> {
     status.suspend(|| renderer.event(event).map(|()| renderer.at_line_start()))?;
     status.event(event, SystemClock.now_ms());
     Ok(())
