@@ -16,3 +16,4 @@ mod sandbox;
 mod security;
 mod serve_sdk;
 mod task;
+mod tui;
