@@ -510,6 +510,12 @@ impl App {
             if self.quit_armed {
                 return vec![Effect::Quit];
             }
+            // With text in the prompt, the first Ctrl-C clears it.
+            if !self.prompt_text().is_empty() && self.asks.is_empty() && self.picker.is_none() {
+                self.input = prompt_editor();
+                self.completion = None;
+                return Vec::new();
+            }
             self.quit_armed = true;
             self.status.flash = Some("press Ctrl-C again to quit".to_owned());
             return Vec::new();

@@ -46,7 +46,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Up / Down", "prompt history (on the first / last line)"),
     ("Tab", "complete an @path"),
     ("Esc", "interrupt the run; close a list"),
-    ("Ctrl-C twice", "quit"),
+    ("Ctrl-C", "clear the prompt; twice on an empty one: quit"),
     ("PgUp / PgDn, wheel", "scroll the transcript; Ctrl-End follows again"),
     ("Ctrl-O", "expand every tool call and the reasoning"),
     ("Ctrl-T, click", "expand the latest tool call (click: the one clicked)"),
@@ -118,6 +118,6 @@ mod tests {
         );
         assert_eq!(parse("/nope", &configured), Slash::Unknown("nope".into()));
         let help = help(&configured);
-        assert!(help.contains("/review") && help.contains("/compact") && help.contains("Ctrl-C twice"));
+        assert!(help.contains("/review") && help.contains("/compact") && help.contains("Ctrl-C"));
     }
 }

@@ -132,6 +132,20 @@ mod tests {
         assert_eq!(rows.len(), 3);
     }
 
+    proptest::proptest! {
+        /// Rows never exceed the width, and every non-space character survives, in order.
+        #[test]
+        fn rows_fit_and_keep_every_character(text in "[a-z ]{0,200}", max in 1usize..40) {
+            let rows = wrap_line(&Line::from(text.clone()), max);
+            for row in &rows {
+                proptest::prop_assert!(row.width() <= max);
+            }
+            let kept: String = text.chars().filter(|c| *c != ' ').collect();
+            let shown: String = rows.iter().flat_map(|r| r.spans.iter()).flat_map(|s| s.content.chars()).filter(|c| *c != ' ').collect();
+            proptest::prop_assert_eq!(kept, shown);
+        }
+    }
+
     #[test]
     fn controls_are_removed_and_tabs_expanded() {
         assert_eq!(sanitize("a\u{1b}[2Jb\tc\rd\n"), "a[2Jb    cd\n");
