@@ -49,7 +49,11 @@ impl Tui {
         drop(command);
         let master = std::fs::File::from(pty.master);
         let raw = Arc::new(Mutex::new(Vec::new()));
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(std::num::NonZeroU16::new(ROWS).unwrap(), std::num::NonZeroU16::new(COLS).unwrap(), 0)));
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            std::num::NonZeroU16::new(ROWS).unwrap(),
+            std::num::NonZeroU16::new(COLS).unwrap(),
+            0,
+        )));
         let reader = {
             let (raw, screen) = (raw.clone(), screen.clone());
             let mut master = master.try_clone().unwrap();
@@ -79,7 +83,10 @@ impl Tui {
             if contents.contains(text) {
                 return;
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "never showed {text:?}; the screen:\n{contents}");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "never showed {text:?}; the screen:\n{contents}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -106,7 +113,8 @@ impl Tui {
         let termios = nix::sys::termios::tcgetattr(self.master.as_fd()).unwrap();
         let flags = termios.local_flags;
         assert!(
-            flags.contains(nix::sys::termios::LocalFlags::ICANON) && flags.contains(nix::sys::termios::LocalFlags::ECHO),
+            flags.contains(nix::sys::termios::LocalFlags::ICANON)
+                && flags.contains(nix::sys::termios::LocalFlags::ECHO),
             "the terminal was left in raw mode: {flags:?}"
         );
         drop(self.master);
@@ -134,7 +142,10 @@ fn assert_restored(raw: &str) {
     let entered = raw.find("\u{1b}[?1049h").expect("the alternate screen was entered");
     let left = raw.rfind("\u{1b}[?1049l").expect("the alternate screen was left");
     assert!(left > entered);
-    assert!(raw[left..].contains("\u{1b}[?25h") || raw.rfind("\u{1b}[?25h").is_some_and(|shown| shown > entered), "cursor shown");
+    assert!(
+        raw[left..].contains("\u{1b}[?25h") || raw.rfind("\u{1b}[?25h").is_some_and(|shown| shown > entered),
+        "cursor shown"
+    );
     assert!(raw.contains("\u{1b}[?1000l"), "mouse reports off");
 }
 

@@ -328,8 +328,10 @@ fn main() -> ExitCode {
         LogLevel::Trace => tracing::Level::TRACE,
     };
     use std::io::IsTerminal as _;
-    let log_file =
-        cli.log_file.clone().or_else(|| tui::default_log_file(matches!(cli.command, None | Some(Command::Tui(_)))));
+    let log_file = cli
+        .log_file
+        .clone()
+        .or_else(|| tui::default_log_file(matches!(cli.command, None | Some(Command::Tui(_)))));
     match &log_file {
         Some(path) => {
             let opened = path

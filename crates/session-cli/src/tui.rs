@@ -60,7 +60,9 @@ pub fn run(args: TuiArgs, help: impl FnOnce()) -> Result<ExitCode> {
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     let home = env.get("HOME").map(PathBuf::from);
     let cwd = match args.dir {
-        Some(dir) => dir.canonicalize().with_context(|| format!("cannot open the folder {}", dir.display()))?,
+        Some(dir) => {
+            dir.canonicalize().with_context(|| format!("cannot open the folder {}", dir.display()))?
+        }
         None => std::env::current_dir().context("cannot read the working directory")?,
     };
     let setup = session_cli::RuntimeSetup {

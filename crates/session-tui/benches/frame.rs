@@ -3,6 +3,7 @@
 //! and the real binary's CPU while it sits idle on a pseudo-terminal.
 
 #![expect(clippy::unwrap_used, reason = "a bench whose setup fails has nothing to measure")]
+#![expect(missing_docs, reason = "criterion_group! generates public functions that cannot carry docs")]
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,11 +29,15 @@ fn frames(c: &mut Criterion) {
     terminal.draw(|f| session_tui::view::draw(f, &mut app, NOW)).unwrap();
     let mut group = c.benchmark_group("tui");
     group.bench_function("frame_10k_lines", |b| {
-        b.iter(|| terminal.draw(|f| session_tui::view::draw(f, &mut app, NOW)).unwrap());
+        b.iter(|| {
+            terminal.draw(|f| session_tui::view::draw(f, &mut app, NOW)).unwrap();
+        });
     });
     group.bench_function("frame_10k_lines_scrolled", |b| {
         app.scroll = 5_000;
-        b.iter(|| terminal.draw(|f| session_tui::view::draw(f, &mut app, NOW)).unwrap());
+        b.iter(|| {
+            terminal.draw(|f| session_tui::view::draw(f, &mut app, NOW)).unwrap();
+        });
         app.scroll = 0;
     });
     // A streamed delta on the last answer: that message is laid out again, nothing else.
@@ -79,7 +84,9 @@ fn cpu_of(pid: u32) -> Option<Duration> {
 /// to do. Criterion's "time" here is CPU time per second of wall time.
 fn idle_cpu(c: &mut Criterion) {
     let Some(binary) = session_binary() else {
-        eprintln!("tui/idle_cpu: no session binary built next to this bench (cargo build -p session-cli); skipped");
+        eprintln!(
+            "tui/idle_cpu: no session binary built next to this bench (cargo build -p session-cli); skipped"
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,9 @@
 
 use std::collections::VecDeque;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
 use ratatui::layout::Rect;
 use ratatui_textarea::{TextArea, WrapMode};
 use session_core::permission::{PermissionAsk, Reply};
@@ -16,8 +18,8 @@ use tokio::sync::oneshot;
 
 use crate::commands::{Builtin, Slash, help, parse};
 use crate::complete::{at_word, matches};
-use crate::transcript::{NoteKind, Transcript};
 use crate::theme::Theme;
+use crate::transcript::{NoteKind, Transcript};
 
 /// Pastes longer than this many characters or lines are kept aside as a placeholder.
 pub const LARGE_PASTE_CHARS: usize = 1000;
@@ -117,7 +119,11 @@ impl Picker {
         let filter = self.filter.to_lowercase();
         self.items
             .iter()
-            .filter(|i| filter.is_empty() || i.label.to_lowercase().contains(&filter) || i.value.to_lowercase().contains(&filter))
+            .filter(|i| {
+                filter.is_empty()
+                    || i.label.to_lowercase().contains(&filter)
+                    || i.value.to_lowercase().contains(&filter)
+            })
             .collect()
     }
 }
@@ -246,7 +252,10 @@ impl App {
                 true
             }
             BusEvent::SessionCompacted { session_id } if session_id == &mine => {
-                self.transcript.note(NoteKind::Info, "── the conversation was compacted; the model continues from the summary ──");
+                self.transcript.note(
+                    NoteKind::Info,
+                    "── the conversation was compacted; the model continues from the summary ──",
+                );
                 true
             }
             BusEvent::SessionError { session_id, error } if session_id == &mine => {
@@ -553,13 +562,19 @@ impl App {
             KeyCode::Esc if self.busy() => return vec![Effect::Interrupt],
             KeyCode::Esc => {}
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert_newline(),
-            KeyCode::Char('j') if key.modifiers.contains(KeyModifiers::CONTROL) => self.input.insert_newline(),
+            KeyCode::Char('j') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.input.insert_newline()
+            }
             KeyCode::Enter => return self.submit(),
             KeyCode::PageUp => self.scroll += usize::from(self.transcript_area.height.max(2) / 2),
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(usize::from(self.transcript_area.height.max(2) / 2)),
+            KeyCode::PageDown => {
+                self.scroll = self.scroll.saturating_sub(usize::from(self.transcript_area.height.max(2) / 2))
+            }
             KeyCode::End if key.modifiers.contains(KeyModifiers::CONTROL) => self.scroll = 0,
             KeyCode::Home if key.modifiers.contains(KeyModifiers::CONTROL) => self.scroll = usize::MAX / 2,
-            KeyCode::Char('o') if key.modifiers.contains(KeyModifiers::CONTROL) => self.details = !self.details,
+            KeyCode::Char('o') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.details = !self.details
+            }
             KeyCode::Char('t') if key.modifiers.contains(KeyModifiers::CONTROL) => {
                 if let Some(part) = self.transcript.last_expandable() {
                     self.transcript.toggle(&part);
@@ -571,7 +586,9 @@ impl App {
                 let text = self.history[at].clone();
                 self.set_prompt(&text);
             }
-            KeyCode::Down if self.history_at.is_some() && self.input.cursor().0 + 1 >= self.input.lines().len() => {
+            KeyCode::Down
+                if self.history_at.is_some() && self.input.cursor().0 + 1 >= self.input.lines().len() =>
+            {
                 match self.history_at {
                     Some(i) if i + 1 < self.history.len() => {
                         self.history_at = Some(i + 1);

@@ -66,7 +66,8 @@ mod tests {
 
     #[test]
     fn prefix_matches_rank_before_substring_matches() {
-        let files: Vec<String> = ["src/main.rs", "README.md", "docs/domain.md", "main.c"].map(String::from).into();
+        let files: Vec<String> =
+            ["src/main.rs", "README.md", "docs/domain.md", "main.c"].map(String::from).into();
         assert_eq!(matches(&files, "main", 10), ["main.c", "src/main.rs", "docs/domain.md"]);
         assert_eq!(matches(&files, "READ", 10), ["README.md"]);
     }

@@ -71,7 +71,8 @@ pub fn mentioned_files(text: &str, root: &Path) -> Vec<PartKind> {
         }
         let full = root.join(path);
         // Only files inside the workspace: `@../../etc/passwd` attaches nothing.
-        let inside = full.canonicalize().ok().zip(root.canonicalize().ok()).is_some_and(|(f, r)| f.starts_with(r));
+        let inside =
+            full.canonicalize().ok().zip(root.canonicalize().ok()).is_some_and(|(f, r)| f.starts_with(r));
         if !inside || !full.is_file() {
             continue;
         }
@@ -110,7 +111,8 @@ pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::Unbo
             });
         }
         Effect::Compact => {
-            let compaction = PartKind::Compaction(CompactionPart { auto: false, overflow: None, tail_start_id: None });
+            let compaction =
+                PartKind::Compaction(CompactionPart { auto: false, overflow: None, tail_start_id: None });
             let input = PromptInput { agent, model, attachments: vec![compaction], ..PromptInput::default() };
             tokio::spawn(async move {
                 let _ = done.send(Done::Run(runtime.prompt(&id, input).await));
@@ -143,7 +145,8 @@ pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::Unbo
         }
         Effect::ListSessions => {
             tokio::spawn(async move {
-                let _ = done.send(Done::Sessions(crate::setup::session_items(&runtime, store.as_ref()).await));
+                let _ =
+                    done.send(Done::Sessions(crate::setup::session_items(&runtime, store.as_ref()).await));
             });
         }
         Effect::OpenSession(value) => {
@@ -221,13 +224,19 @@ pub async fn finished(app: &mut App, done: Done, handles: &Handles) -> Result<()
         Done::Run(result) => crate::runner::run_outcome(app, result),
         Done::Shell { command, output } => {
             let shown: String = output.lines().take(200).collect::<Vec<_>>().join("\n");
-            app.transcript.note(NoteKind::Shell, if shown.is_empty() { "(no output)".to_owned() } else { shown });
-            app.context.push(format!("The user ran `{command}` in the shell; it printed:\n```\n{output}\n```"));
+            app.transcript
+                .note(NoteKind::Shell, if shown.is_empty() { "(no output)".to_owned() } else { shown });
+            app.context
+                .push(format!("The user ran `{command}` in the shell; it printed:\n```\n{output}\n```"));
             app.status.flash = Some("the output goes with your next prompt".to_owned());
         }
         Done::Sessions(Ok(items)) => app.open_picker(PickerKind::Sessions, items),
-        Done::Sessions(Err(error)) => app.transcript.note(NoteKind::Error, format!("listing sessions: {error:#}")),
-        Done::Open(Ok(id)) => match crate::runner::load(handles.store.as_ref(), &id, handles.root.clone()).await {
+        Done::Sessions(Err(error)) => {
+            app.transcript.note(NoteKind::Error, format!("listing sessions: {error:#}"))
+        }
+        Done::Open(Ok(id)) => match crate::runner::load(handles.store.as_ref(), &id, handles.root.clone())
+            .await
+        {
             Ok((session, transcript)) => {
                 app.show_session(&session, transcript);
                 app.status.flash = Some(format!("session {}", id.as_str()));
@@ -247,9 +256,13 @@ pub async fn finished(app: &mut App, done: Done, handles: &Handles) -> Result<()
                 };
                 app.transcript.note(NoteKind::Info, text);
             }
-            Err(error) => app.transcript.note(NoteKind::Error, format!("{}: {error}", if redo { "redo" } else { "undo" })),
+            Err(error) => app
+                .transcript
+                .note(NoteKind::Error, format!("{}: {error}", if redo { "redo" } else { "undo" })),
         },
-        Done::Exported(Ok(path)) => app.transcript.note(NoteKind::Info, format!("exported to {}", path.display())),
+        Done::Exported(Ok(path)) => {
+            app.transcript.note(NoteKind::Info, format!("exported to {}", path.display()))
+        }
         Done::Exported(Err(error)) => app.transcript.note(NoteKind::Error, format!("export: {error:#}")),
     }
     Ok(())

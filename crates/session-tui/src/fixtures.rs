@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use rust_decimal::Decimal;
 use serde_json::{Map, Value, json};
 use session_core::{
-    AssistantMessage, AssistantTime, CompletedTime, CreatedTime, Message, MessageId, MessagePath, MessageWithParts,
-    ModelRef, Part, PartId, PartKind, PatchPart, ReasoningPart, RunningTime, SessionId, StepFinishPart, TextPart,
-    TokenUsage, ToolPart, ToolState, UserMessage,
+    AssistantMessage, AssistantTime, CompletedTime, CreatedTime, Message, MessageId, MessagePath,
+    MessageWithParts, ModelRef, Part, PartId, PartKind, PatchPart, ReasoningPart, RunningTime, SessionId,
+    StepFinishPart, TextPart, TokenUsage, ToolPart, ToolState, UserMessage,
 };
 
 /// The workspace the samples' paths are in.
@@ -146,7 +146,10 @@ pub fn step_finish(context: u64) -> PartKind {
 
 /// A patch part naming `files` (relative to [`ROOT`]).
 pub fn patch(files: &[&str]) -> PartKind {
-    PartKind::Patch(PatchPart { hash: "abc123".to_owned(), files: files.iter().map(|f| format!("{ROOT}/{f}")).collect() })
+    PartKind::Patch(PatchPart {
+        hash: "abc123".to_owned(),
+        files: files.iter().map(|f| format!("{ROOT}/{f}")).collect(),
+    })
 }
 
 /// The markdown answer of the samples: a heading, a list, code and a table.
@@ -166,7 +169,12 @@ pub fn sample_history() -> Vec<MessageWithParts> {
                 part(
                     2,
                     1,
-                    completed("read", json!({"filePath": format!("{ROOT}/src/lib.rs")}), "fn answer() -> u32 {\n    41\n}", json!({})),
+                    completed(
+                        "read",
+                        json!({"filePath": format!("{ROOT}/src/lib.rs")}),
+                        "fn answer() -> u32 {\n    41\n}",
+                        json!({}),
+                    ),
                 ),
                 part(2, 2, edit_with_diff()),
                 part(2, 3, patch(&["src/lib.rs"])),

@@ -153,7 +153,8 @@ fn reject_with_feedback_sends_the_typed_reason() {
 fn the_status_line_shows_model_agent_context_cost_title_and_state() {
     let mut app = app(fixtures::sample_history());
     insta::assert_snapshot!("status_idle", crate::view::status_text(&app, NOW));
-    app.status.state = Some(SessionStatus::Retry { attempt: 2, message: "rate limited".to_owned(), next: NOW + 4_500 });
+    app.status.state =
+        Some(SessionStatus::Retry { attempt: 2, message: "rate limited".to_owned(), next: NOW + 4_500 });
     insta::assert_snapshot!("status_retry", crate::view::status_text(&app, NOW));
     app.status.state = Some(SessionStatus::Busy);
     assert!(crate::view::status_text(&app, NOW).contains("working · Esc interrupts"));
@@ -163,8 +164,16 @@ fn the_status_line_shows_model_agent_context_cost_title_and_state() {
 fn the_session_picker() {
     let mut app = app(fixtures::sample_history());
     let items = vec![
-        PickerItem { label: "Fix the answer".into(), detail: "2026-12-02 06:10  ses_b".into(), value: "ses_b".into() },
-        PickerItem { label: "Write the notes".into(), detail: "2026-12-01 18:44  ses_a".into(), value: "ses_a".into() },
+        PickerItem {
+            label: "Fix the answer".into(),
+            detail: "2026-12-02 06:10  ses_b".into(),
+            value: "ses_b".into(),
+        },
+        PickerItem {
+            label: "Write the notes".into(),
+            detail: "2026-12-01 18:44  ses_a".into(),
+            value: "ses_a".into(),
+        },
     ];
     app.open_picker(PickerKind::Sessions, items);
     insta::assert_snapshot!(frame(&mut app, 80, 24));
@@ -177,15 +186,21 @@ fn keys_send_interrupt_quit_undo_and_recall_history() {
     let mut app = app(fixtures::sample_history());
     let root = fixtures::root();
     typed(&mut app, "hello");
-    assert_eq!(app.key(key(KeyCode::Enter), &root), vec![Effect::Prompt { text: "hello".into(), context: vec![] }]);
+    assert_eq!(
+        app.key(key(KeyCode::Enter), &root),
+        vec![Effect::Prompt { text: "hello".into(), context: vec![] }]
+    );
     // Up recalls it.
     app.key(key(KeyCode::Up), &root);
     assert_eq!(app.prompt_text(), "hello");
     // Esc interrupts only while busy.
     app.status.state = Some(SessionStatus::Busy);
     assert_eq!(app.key(key(KeyCode::Esc), &root), vec![Effect::Interrupt]);
-    // Ctrl-C twice quits; another key between disarms it.
+    // Ctrl-C clears the prompt first; then twice quits.
     assert!(app.key(ctrl('c'), &root).is_empty());
+    assert_eq!(app.prompt_text(), "");
+    assert!(app.key(ctrl('c'), &root).is_empty());
+    assert_eq!(app.status.flash.as_deref(), Some("press Ctrl-C again to quit"));
     assert_eq!(app.key(ctrl('c'), &root), vec![Effect::Quit]);
     // /undo reverts the last prompt and puts its text back.
     app.input = crate::app::prompt_editor();

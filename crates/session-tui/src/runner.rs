@@ -58,7 +58,8 @@ pub async fn run(assembled: Assembled, asks: AskReceiver, options: TuiOptions) -
         open_session(options.session.as_deref(), options.continue_latest, &runtime, &store).await?;
     let root = runtime.worktree().to_path_buf();
     let (session, transcript) = load(store.as_ref(), &session_id, root.clone()).await?;
-    let model_name = options.model.clone().unwrap_or_else(|| format!("{}/{}", model.provider_id, model.model_id));
+    let model_name =
+        options.model.clone().unwrap_or_else(|| format!("{}/{}", model.provider_id, model.model_id));
     let status = Status {
         context_limit: choices.context_limit(&model_name),
         model: model_name.clone(),
@@ -69,7 +70,8 @@ pub async fn run(assembled: Assembled, asks: AskReceiver, options: TuiOptions) -
     };
     let mut app = App::new(Theme::from_no_color(options.no_color.as_deref()), transcript, status);
     app.commands = choices.commands.clone();
-    app.history = crate::transcript::user_messages(&app.transcript).into_iter().map(|(_, text)| text).collect();
+    app.history =
+        crate::transcript::user_messages(&app.transcript).into_iter().map(|(_, text)| text).collect();
     let handles = Handles {
         runtime: runtime.clone(),
         store: store.clone(),
@@ -189,7 +191,9 @@ async fn event_loop(
                 match kind {
                     PickerKind::Models => app.open_picker(kind, choices.models.clone()),
                     PickerKind::Agents => app.open_picker(kind, choices.agents.clone()),
-                    PickerKind::Sessions => crate::effects::spawn(handles, app, Effect::ListSessions, &done_tx),
+                    PickerKind::Sessions => {
+                        crate::effects::spawn(handles, app, Effect::ListSessions, &done_tx)
+                    }
                 }
                 continue;
             }
@@ -204,7 +208,9 @@ async fn event_loop(
 pub(crate) fn run_outcome(app: &mut App, result: Result<AssistantMessage, RuntimeError>) {
     if let Err(error) = result {
         let text = match &error {
-            RuntimeError::Busy(_) => "the session is busy (a revert or another run); try again when it is idle".to_owned(),
+            RuntimeError::Busy(_) => {
+                "the session is busy (a revert or another run); try again when it is idle".to_owned()
+            }
             other => other.to_string(),
         };
         app.transcript.note(NoteKind::Error, text);

@@ -40,9 +40,14 @@ pub fn choices(setup: &RuntimeSetup, runtime: &Runtime) -> Result<Choices> {
     let loaded = session_runtime::load_config(setup)?;
     let config = loaded.config;
     let catalog = Catalog::embedded()?;
-    let models = ConfiguredModels::new(catalog.clone(), config.clone(), setup.env.clone(), setup.base_url.clone().and_then(|url| {
-        setup.model.as_deref().and_then(session_llm::split_model_ref).map(|(p, _)| (p.to_owned(), url))
-    }))?;
+    let models = ConfiguredModels::new(
+        catalog.clone(),
+        config.clone(),
+        setup.env.clone(),
+        setup.base_url.clone().and_then(|url| {
+            setup.model.as_deref().and_then(session_llm::split_model_ref).map(|(p, _)| (p.to_owned(), url))
+        }),
+    )?;
     // Configured providers first, then the catalog's.
     let mut ids: Vec<String> = config.provider.keys().cloned().collect();
     let known: BTreeSet<String> = ids.iter().cloned().collect();
@@ -55,7 +60,13 @@ pub fn choices(setup: &RuntimeSetup, runtime: &Runtime) -> Result<Choices> {
         }
         let mut names: BTreeSet<String> =
             catalog.provider(&id).map(|p| p.models.keys().cloned().collect()).unwrap_or_default();
-        names.extend(config.provider.get(&id).map(|p| p.models.keys().cloned().collect::<Vec<_>>()).unwrap_or_default());
+        names.extend(
+            config
+                .provider
+                .get(&id)
+                .map(|p| p.models.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default(),
+        );
         for name in names {
             let Some(model) = models.resolve_model(&id, &name) else { continue };
             let reference = format!("{id}/{name}");
@@ -104,7 +115,10 @@ pub async fn open_session(
         };
         let page = store.list_sessions(&query).await?;
         let latest = page.sessions.into_iter().next().ok_or_else(|| {
-            anyhow!("--continue: no session in {} yet; run without --continue to start one", runtime.worktree().display())
+            anyhow!(
+                "--continue: no session in {} yet; run without --continue to start one",
+                runtime.worktree().display()
+            )
         })?;
         return Ok((latest.id, false));
     }

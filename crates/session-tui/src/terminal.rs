@@ -5,7 +5,9 @@
 use std::io::{Stdout, Write};
 use std::sync::Once;
 
-use crossterm::event::{DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -51,7 +53,9 @@ impl TerminalGuard {
         enable_raw_mode()?;
         let mut out = std::io::stdout();
         // A failure halfway leaves nothing behind.
-        if let Err(error) = crossterm::execute!(out, EnterAlternateScreen, EnableMouseCapture, EnableBracketedPaste) {
+        if let Err(error) =
+            crossterm::execute!(out, EnterAlternateScreen, EnableMouseCapture, EnableBracketedPaste)
+        {
             restore();
             return Err(error);
         }

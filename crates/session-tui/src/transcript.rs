@@ -194,7 +194,9 @@ impl Transcript {
                 self.upsert_part(part.as_ref().clone());
                 true
             }
-            BusEvent::PartDelta { session_id, message_id, part_id, field, delta } if session_id == &self.session => {
+            BusEvent::PartDelta { session_id, message_id, part_id, field, delta }
+                if session_id == &self.session =>
+            {
                 let Some(entry) = self.find(message_id) else { return false };
                 let Body::Message { parts, .. } = &mut entry.body else { return false };
                 let Some(part) = parts.iter_mut().find(|p| &p.id == part_id) else { return false };
@@ -258,7 +260,9 @@ impl Transcript {
         let mut heights = Vec::with_capacity(self.entries.len());
         for entry in &mut self.entries {
             let hidden = match (&revert, entry.message_id()) {
-                (Some(revert), Some(id)) => id > &revert.message_id || (id == &revert.message_id && revert.part_id.is_none()),
+                (Some(revert), Some(id)) => {
+                    id > &revert.message_id || (id == &revert.message_id && revert.part_id.is_none())
+                }
                 _ => false,
             };
             if hidden {
@@ -314,9 +318,10 @@ fn layout_entry(
         Body::Message { info, parts } => {
             // A revert inside this message hides its parts from the revert's part on.
             let shown: Vec<Part> = match revert {
-                Some(r) if &r.message_id == info.id() => {
-                    r.part_id.as_ref().map_or_else(Vec::new, |cut| parts.iter().filter(|p| &p.id < cut).cloned().collect())
-                }
+                Some(r) if &r.message_id == info.id() => r
+                    .part_id
+                    .as_ref()
+                    .map_or_else(Vec::new, |cut| parts.iter().filter(|p| &p.id < cut).cloned().collect()),
                 _ => parts.clone(),
             };
             message_rows(info, &shown, expanded, cx)
@@ -344,7 +349,10 @@ fn layout_entry(
 /// How many reverted messages there are (for the note under a revert).
 pub fn reverted_count(transcript: &Transcript) -> usize {
     let Some(revert) = transcript.revert() else { return 0 };
-    transcript.messages().filter(|(m, _)| matches!(m, Message::User(_)) && m.id() >= &revert.message_id).count()
+    transcript
+        .messages()
+        .filter(|(m, _)| matches!(m, Message::User(_)) && m.id() >= &revert.message_id)
+        .count()
 }
 
 /// Maps ids to the user messages in order, for undo.

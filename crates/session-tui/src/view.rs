@@ -167,7 +167,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now_ms: u64) {
     let lines: Vec<Line<'static>> = if total == 0 {
         vec![
             Line::from(Span::styled("session", theme.assistant())),
-            Line::from(Span::styled("Type a prompt and press Enter. /help lists commands and keys.", theme.dim())),
+            Line::from(Span::styled(
+                "Type a prompt and press Enter. /help lists commands and keys.",
+                theme.dim(),
+            )),
         ]
     } else {
         rows.into_iter().map(|(line, _)| line).collect()
@@ -176,13 +179,19 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now_ms: u64) {
     if app.scroll > 0 {
         let hint = format!(" ↓ {} more rows · Ctrl-End ", app.scroll);
         let w = (hint.chars().count() as u16).min(body.width);
-        let at = Rect { x: body.x + body.width - w, y: body.y + body.height.saturating_sub(1), width: w, height: 1 };
+        let at = Rect {
+            x: body.x + body.width - w,
+            y: body.y + body.height.saturating_sub(1),
+            width: w,
+            height: 1,
+        };
         frame.render_widget(Paragraph::new(Span::styled(hint, theme.status())), at);
     }
 
     if let Some((title, lines, attention)) = panel {
         let style = if attention { theme.attention() } else { theme.border() };
-        let block = Block::default().borders(Borders::ALL).border_style(style).title(Span::styled(title, style));
+        let block =
+            Block::default().borders(Borders::ALL).border_style(style).title(Span::styled(title, style));
         frame.render_widget(Paragraph::new(lines).block(block), panel_area);
     }
 
@@ -204,5 +213,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now_ms: u64) {
     frame.render_widget(&app.input, prompt_area);
 
     let status = status_text(app, now_ms);
-    frame.render_widget(Paragraph::new(Span::styled(status, theme.status())).style(theme.status()), status_area);
+    frame.render_widget(
+        Paragraph::new(Span::styled(status, theme.status())).style(theme.status()),
+        status_area,
+    );
 }

@@ -111,7 +111,11 @@ impl<'t> Builder<'t> {
             for (i, w) in widths.iter().enumerate() {
                 let cell = row.get(i).map(String::as_str).unwrap_or("");
                 let pad = w.saturating_sub(width(cell));
-                let style = if r < table.header_rows { Style::default().add_modifier(Modifier::BOLD) } else { Style::default() };
+                let style = if r < table.header_rows {
+                    Style::default().add_modifier(Modifier::BOLD)
+                } else {
+                    Style::default()
+                };
                 spans.push(Span::styled("│ ", self.theme.border()));
                 spans.push(Span::styled(format!("{cell}{}", " ".repeat(pad)), style));
                 spans.push(Span::raw(" "));

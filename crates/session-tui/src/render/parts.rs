@@ -37,7 +37,10 @@ pub type Row = (Line<'static>, Option<session_core::PartId>);
 /// `path` relative to the workspace when it is inside it.
 fn relative<'p>(path: &'p str, root: &Path) -> &'p str {
     let root = root.to_string_lossy();
-    path.strip_prefix(root.as_ref()).map(|p| p.trim_start_matches('/')).filter(|p| !p.is_empty()).unwrap_or(path)
+    path.strip_prefix(root.as_ref())
+        .map(|p| p.trim_start_matches('/'))
+        .filter(|p| !p.is_empty())
+        .unwrap_or(path)
 }
 
 /// The one-line summary of a tool call's input: its command, path, pattern or description.
@@ -53,9 +56,14 @@ pub fn tool_summary(tool: &str, input: &serde_json::Map<String, Value>, root: &P
         "task" => string("description").map(str::to_owned),
         _ => None,
     };
-    let summary = summary.or_else(|| input.values().find_map(Value::as_str).map(str::to_owned)).unwrap_or_default();
+    let summary =
+        summary.or_else(|| input.values().find_map(Value::as_str).map(str::to_owned)).unwrap_or_default();
     let first = sanitize(&summary).lines().next().unwrap_or_default().to_owned();
-    if first.chars().count() > 120 { format!("{}…", first.chars().take(119).collect::<String>()) } else { first }
+    if first.chars().count() > 120 {
+        format!("{}…", first.chars().take(119).collect::<String>())
+    } else {
+        first
+    }
 }
 
 /// A duration in ms as `850ms`, `3.2s` or `2m05s`.
@@ -71,7 +79,8 @@ pub fn elapsed(ms: u64) -> String {
 /// more there are).
 pub fn diff_lines(diff: &str, theme: &Theme, limit: usize) -> Vec<Line<'static>> {
     let diff = sanitize(diff);
-    let body: Vec<&str> = diff.lines().filter(|l| !l.starts_with("Index:") && !l.starts_with("====")).collect();
+    let body: Vec<&str> =
+        diff.lines().filter(|l| !l.starts_with("Index:") && !l.starts_with("====")).collect();
     let mut lines: Vec<Line<'static>> = body
         .iter()
         .take(limit)
@@ -187,10 +196,12 @@ pub fn message_rows(
             let mut first = true;
             for part in parts {
                 match &part.kind {
-                    PartKind::Text(text) if text.synthetic == Some(true) => rows.push(plain(Line::from(Span::styled(
-                        format!("  + {} lines of context", text.text.lines().count()),
-                        theme.dim(),
-                    )))),
+                    PartKind::Text(text) if text.synthetic == Some(true) => {
+                        rows.push(plain(Line::from(Span::styled(
+                            format!("  + {} lines of context", text.text.lines().count()),
+                            theme.dim(),
+                        ))))
+                    }
                     PartKind::Text(text) if !text.text.is_empty() => {
                         for line in sanitize(&text.text).lines() {
                             let lead = if first { "> " } else { "  " };
@@ -218,7 +229,10 @@ pub fn message_rows(
         }
         Message::Assistant(assistant) => {
             if assistant.summary == Some(true) {
-                rows.push(plain(Line::from(Span::styled("── conversation compacted: summary ──", theme.hunk()))));
+                rows.push(plain(Line::from(Span::styled(
+                    "── conversation compacted: summary ──",
+                    theme.hunk(),
+                ))));
             }
             for part in parts {
                 match &part.kind {
@@ -242,7 +256,11 @@ pub fn message_rows(
                         rows.push((Line::from(Span::styled(label, theme.dim())), id.clone()));
                         if open {
                             let style = theme.dim().add_modifier(Modifier::ITALIC);
-                            rows.extend(indented(&reasoning.text, style, usize::MAX).into_iter().map(|l| (l, id.clone())));
+                            rows.extend(
+                                indented(&reasoning.text, style, usize::MAX)
+                                    .into_iter()
+                                    .map(|l| (l, id.clone())),
+                            );
                         }
                     }
                     PartKind::Tool(tool) => {
