@@ -18,3 +18,4 @@ mod sandbox;
 mod security;
 mod serve_sdk;
 mod task;
+mod tui;

@@ -8,6 +8,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use session_llm::Api;
 
+mod tui;
+
 /// The agent session runtime on the command line.
 #[derive(Debug, Parser)]
 #[command(name = "session", version, about, propagate_version = true)]
@@ -22,7 +24,7 @@ struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = session_cli::ColorChoice::Auto)]
     color: session_cli::ColorChoice,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -36,6 +38,8 @@ enum LogLevel {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Opens the interactive terminal UI (what `session` alone does on a terminal).
+    Tui(tui::TuiArgs),
     /// Runs the whole runtime offline: a scripted model, real tools in a temporary project,
     /// the embedded SQLite store.
     Demo {
@@ -348,7 +352,11 @@ fn main() -> ExitCode {
         LogLevel::Trace => tracing::Level::TRACE,
     };
     use std::io::IsTerminal as _;
-    match &cli.log_file {
+    let log_file = cli
+        .log_file
+        .clone()
+        .or_else(|| tui::default_log_file(matches!(cli.command, None | Some(Command::Tui(_)))));
+    match &log_file {
         Some(path) => {
             let opened = path
                 .parent()
@@ -375,7 +383,8 @@ fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init(),
     }
-    match run(cli.command) {
+    let command = cli.command.unwrap_or_else(|| Command::Tui(tui::TuiArgs::default()));
+    match run(command) {
         Ok(code) => code,
         Err(error) => {
             // A closed stdout (`session demo | head`) is the reader's choice, not a failure.
@@ -430,6 +439,10 @@ fn async_runtime() -> Result<tokio::runtime::Runtime> {
 
 fn run(command: Command) -> Result<ExitCode> {
     match command {
+        Command::Tui(args) => tui::run(args, || {
+            use clap::CommandFactory as _;
+            let _ = Cli::command().print_help();
+        }),
         Command::Run {
             prompt,
             model,

@@ -15,6 +15,7 @@ const BENCHES: &[(&str, &str, Option<&str>, &str)] = &[
     ("session-store", "store", None, "part upserts and history loads per backend"),
     ("session-tools", "tools", Some("tracker"), "the tool tracker per call"),
     ("session-runtime", "steps", None, "a whole prompt in process (no snapshots), tool start latency"),
+    ("session-tui", "frame", Some("frame_10k"), "one UI frame of a 10,000-line transcript"),
 ];
 
 /// One criterion benchmark's result.
