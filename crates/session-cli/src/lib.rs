@@ -36,7 +36,7 @@ pub mod trust;
 pub use color::ColorChoice;
 pub use demo::{DemoSummary, run_demo};
 pub use render::{OutputFormat, Renderer};
-pub use replay::{ReplayError, ReplayModel, ReplayOutput, replay};
+pub use replay::{ReplayError, ReplayModel, ReplayOutput, replay, replay_model};
 pub use run::{
     AskMode, Assembled, EXIT_INTERRUPTED, RunOptions, RuntimeSetup, assemble, open_store, open_store_with,
     run_prompt,

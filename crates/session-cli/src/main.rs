@@ -310,32 +310,6 @@ impl From<RunFormatArg> for session_cli::RunFormat {
     }
 }
 
-/// The catalog entry `--model` names; an unknown model is priced at 0 with a warning.
-fn replay_model(reference: &str) -> Result<Option<session_cli::ReplayModel>> {
-    let Some((provider, model)) = session_llm::split_model_ref(reference) else {
-        anyhow::bail!(
-            "--model must be provider/model, for example anthropic/claude-sonnet-4-5; got {reference:?}"
-        );
-    };
-    let catalog = session_llm::Catalog::embedded()?;
-    match catalog.resolve(provider, model) {
-        Some(found) => Ok(Some(session_cli::ReplayModel {
-            provider_id: provider.to_owned(),
-            model_id: found.id,
-            cost: found.cost,
-            limit: found.limit,
-        })),
-        None => {
-            tracing::warn!("{reference} is not in the model catalog; the replay's cost is 0");
-            Ok(Some(session_cli::ReplayModel {
-                provider_id: provider.to_owned(),
-                model_id: model.to_owned(),
-                ..Default::default()
-            }))
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -675,7 +649,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Replay { api, format, model, file } => {
             let body = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let model = match model {
-                Some(reference) => replay_model(&reference)?,
+                Some(reference) => session_cli::replay_model(&reference)?,
                 None => None,
             };
             let entropy = Box::new(session_runtime::random_entropy(0));

@@ -211,3 +211,28 @@ fn answer(processor: &mut Processor, clock: &mut dyn FnMut() -> u64) {
         }
     }
 }
+/// The catalog entry `--model` names; an unknown model is priced at 0 with a warning.
+pub fn replay_model(reference: &str) -> anyhow::Result<Option<ReplayModel>> {
+    let Some((provider, model)) = session_llm::split_model_ref(reference) else {
+        anyhow::bail!(
+            "--model must be provider/model, for example anthropic/claude-sonnet-4-5; got {reference:?}"
+        );
+    };
+    let catalog = session_llm::Catalog::embedded()?;
+    match catalog.resolve(provider, model) {
+        Some(found) => Ok(Some(ReplayModel {
+            provider_id: provider.to_owned(),
+            model_id: found.id,
+            cost: found.cost,
+            limit: found.limit,
+        })),
+        None => {
+            tracing::warn!("{reference} is not in the model catalog; the replay's cost is 0");
+            Ok(Some(ReplayModel {
+                provider_id: provider.to_owned(),
+                model_id: model.to_owned(),
+                ..Default::default()
+            }))
+        }
+    }
+}
