@@ -186,7 +186,7 @@ async fn export(store: &dyn Store, id: &SessionId, root: &Path) -> Result<PathBu
 }
 
 /// Runs `command` with `sh -c` in the workspace: its output (at most
-/// [`MAX_ATTACHED_BYTES`]) and how it ended.
+/// `MAX_ATTACHED_BYTES`) and how it ended.
 pub async fn shell(command: &str, root: &Path) -> String {
     let child = tokio::process::Command::new("sh")
         .arg("-c")
