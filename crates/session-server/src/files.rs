@@ -38,19 +38,30 @@ pub(crate) struct PathQuery {
     directory: Option<String>,
 }
 
-/// Resolves `requested` inside the worktree, or refuses it.
-fn inside(state: &AppState, requested: &str) -> Result<(PathBuf, String), ServerError> {
-    let workspace =
-        Workspace::new(state.runtime.worktree()).map_err(|e| ServerError::Internal(e.to_string()))?;
-    let resolved = workspace.resolve(requested).map_err(|e| ServerError::query(format!("path: {e}")))?;
+/// Resolves `requested` as the file tools do and refuses it outside `worktree` or inside
+/// `.git`; `field` names it in errors, and `malformed` makes the error of a path that cannot
+/// be resolved. Returns the real path and the path relative to the worktree.
+pub(crate) fn project_path(
+    worktree: &Path,
+    requested: &str,
+    field: &str,
+    malformed: fn(String) -> ServerError,
+) -> Result<(PathBuf, String), ServerError> {
+    let workspace = Workspace::new(worktree).map_err(|e| ServerError::Internal(e.to_string()))?;
+    let resolved = workspace.resolve(requested).map_err(|e| malformed(format!("{field}: {e}")))?;
     if !resolved.inside {
-        return Err(ServerError::Forbidden(format!("path: {requested:?} is outside the project")));
+        return Err(ServerError::Forbidden(format!("{field}: {requested:?} is outside the project")));
     }
     let relative = workspace.relative(&resolved.path);
     if relative.split('/').any(|part| part == ".git") {
-        return Err(ServerError::Forbidden(format!("path: {requested:?} is inside .git")));
+        return Err(ServerError::Forbidden(format!("{field}: {requested:?} is inside .git")));
     }
     Ok((resolved.path, relative))
+}
+
+/// Resolves a `?path=` inside the worktree, or refuses it.
+fn inside(state: &AppState, requested: &str) -> Result<(PathBuf, String), ServerError> {
+    project_path(state.runtime.worktree(), requested, "path", ServerError::query)
 }
 
 /// OpenCode's `FileNode`.

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use serde_json::Value;
 use session_core::{FilePart, PartKind};
-use session_tools::Workspace;
 
 use crate::error::ServerError;
 
@@ -44,17 +43,9 @@ pub(crate) fn file_part(part: &Value, index: usize, worktree: &Path) -> Result<V
     };
     // `file://` URLs of OpenCode's clients carry the path as it is, a query or fragment aside.
     let path = path.split(['?', '#']).next().unwrap_or_default();
-    let workspace = Workspace::new(worktree).map_err(|e| ServerError::Internal(e.to_string()))?;
-    let resolved =
-        workspace.resolve(path).map_err(|e| ServerError::body(format!("parts[{index}].url: {e}")))?;
-    if !resolved.inside {
-        return Err(ServerError::Forbidden(format!("parts[{index}].url: {path:?} is outside the project")));
-    }
-    let shown = workspace.relative(&resolved.path);
-    if shown.split('/').any(|part| part == ".git") {
-        return Err(ServerError::Forbidden(format!("parts[{index}].url: {path:?} is inside .git")));
-    }
-    session_runtime::attach_file(&resolved.path, &shown)
+    let field = format!("parts[{index}].url");
+    let (full, shown) = crate::files::project_path(worktree, path, &field, ServerError::body)?;
+    session_runtime::attach_file(&full, &shown)
         .map_err(|error| ServerError::body(format!("parts[{index}].url: {error}")))
 }
 
