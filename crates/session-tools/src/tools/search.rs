@@ -35,7 +35,7 @@ pub(crate) fn walker(root: &Path, overrides: Option<Override>) -> WalkBuilder {
     builder
 }
 
-/// Every entry under `root` with the standard filters of [`walker`], one after another: for
+/// Every entry under `root` with the standard filters of `walker`, one after another: for
 /// callers outside the tools (a server's file search) that want the same view of the project.
 pub fn walk_project(root: &Path) -> ignore::Walk {
     walker(root, None).build()
