@@ -2,7 +2,7 @@
 //!
 //! A loopback [`TestServer`] serves the vendored `long` script (40 tool steps, then an
 //! answer), paced so that a step takes tens of milliseconds and kills land mid-step. Each
-//! round starts the real binary (`session run --format json --yes`, resuming the session with
+//! round starts the real binary (`session run --format events --yes`, resuming the session with
 //! `--session ID` after the first), kills it after a random delay, then checks the store as the
 //! next process would find it:
 //!
@@ -183,7 +183,7 @@ struct RunningSession {
 impl RunningSession {
     fn start(binary: &Path, home: &Path, session: Option<&str>) -> Result<Self> {
         let mut command = Command::new(binary);
-        command.args(["run", "--model", "mock/m", "--format", "json", "--yes"]);
+        command.args(["run", "--model", "mock/m", "--format", "events", "--yes"]);
         if let Some(id) = session {
             command.args(["--session", id]);
         }

@@ -3,13 +3,18 @@
 //! `<target>/bench/`; `bench peers` runs OpenCode, Codex and ours with `../shared/peers`.
 //!
 //! ```text
-//! cargo xtask bench                    micro + e2e  -> bench.md, bench.json
+//! cargo xtask bench [--only micro,e2e,peers,load] [--sessions N]
+//!                                      every part, then issue 25's aims judged on this run's
+//!                                      figures -> bench.md, bench.json
 //! cargo xtask bench micro              criterion benches of the crates -> micro.{md,json}
 //! cargo xtask bench e2e [--runs N] [--scripts short,long] [--bin PATH] [--snapshots off|on|both]
 //! cargo xtask bench peers [--runs N] [--peers opencode,codex,session] [--scripts short,long]
+//! cargo xtask bench --load ...         the load run alone (see `load`)
 //! ```
 
+mod aims;
 mod e2e;
+pub(crate) mod load;
 mod micro;
 mod peers;
 mod report;
@@ -32,6 +37,10 @@ pub(crate) struct Options {
     pub(crate) snapshots: Vec<bool>,
     /// The agents `bench peers` runs.
     pub(crate) peers: Vec<String>,
+    /// The parts the whole bench runs (micro, e2e, peers, load).
+    pub(crate) only: Vec<String>,
+    /// Concurrent sessions of the whole bench's load part.
+    pub(crate) sessions: usize,
 }
 
 impl Default for Options {
@@ -42,9 +51,14 @@ impl Default for Options {
             bin: None,
             snapshots: vec![false, true],
             peers: vec!["opencode".into(), "codex".into(), "session".into()],
+            only: PARTS.iter().map(|&part| part.to_owned()).collect(),
+            sessions: aims::LOAD_SESSIONS,
         }
     }
 }
+
+/// The parts of the whole bench, in the order they run.
+const PARTS: &[&str] = &["micro", "e2e", "peers", "load"];
 
 fn list(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
@@ -65,6 +79,15 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--scripts" => options.scripts = list(value("--scripts")?),
             "--bin" => options.bin = Some(PathBuf::from(value("--bin")?)),
             "--peers" => options.peers = list(value("--peers")?),
+            "--only" => {
+                options.only = list(value("--only")?);
+                if let Some(unknown) = options.only.iter().find(|part| !PARTS.contains(&part.as_str())) {
+                    bail!("--only takes {}, not {unknown:?}", PARTS.join(", "));
+                }
+            }
+            "--sessions" => {
+                options.sessions = value("--sessions")?.parse().context("--sessions takes a number")?;
+            }
             "--snapshots" => {
                 options.snapshots = match value("--snapshots")?.as_str() {
                     "off" => vec![false],
@@ -107,17 +130,66 @@ pub(crate) fn main(root: &Path, args: &[String]) -> Result<()> {
             let results = peers::run(root, &out, &options)?;
             report::write(&out, "peers", &machine, &[report::Section::Peers(results)])
         }
-        _ => {
-            let micro = micro::run(root, &out)?;
-            let e2e = e2e::run(root, &out, &options)?;
-            report::write(
-                &out,
-                "bench",
-                &machine,
-                &[report::Section::Micro(micro), report::Section::EndToEnd(e2e)],
-            )
-        }
+        _ => everything(root, &out, &machine, &options),
     }
+}
+
+/// Every part `options.only` names, then the aims judged on their figures: one report.
+fn everything(root: &Path, out: &Path, machine: &report::Machine, options: &Options) -> Result<()> {
+    let wanted = |part: &str| options.only.iter().any(|p| p == part);
+    let mut sections = Vec::new();
+    let micro = if wanted("micro") { Some(micro::run(root, out)?) } else { None };
+    // One release binary for every part that runs ours.
+    let mut options = options.clone();
+    if ["e2e", "peers", "load"].iter().any(|part| wanted(part)) {
+        options.bin = Some(session_binary(root, options.bin.as_deref())?);
+    }
+    let e2e = if wanted("e2e") { Some(e2e::run(root, out, &options)?) } else { None };
+    // The side by side needs ../shared/peers and what it installs: without them the report
+    // says so rather than failing the other parts.
+    let mut not_run = Vec::new();
+    let peers = if wanted("peers") {
+        match peers::run(root, out, &options) {
+            Ok(peers) => Some(peers),
+            Err(error) => {
+                not_run.push(format!("peers: {error:#}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let load = if wanted("load") {
+        let load_options = load::LoadOptions {
+            sessions: options.sessions,
+            bin: options.bin.clone(),
+            logs: Some(out.to_path_buf()),
+            ..load::LoadOptions::default()
+        };
+        let mut reports = Vec::new();
+        for &backend in &load_options.backends {
+            let binary = session_binary(root, load_options.bin.as_deref())?;
+            match load::run(&binary, backend, &load_options) {
+                Ok(report) => reports.push(report),
+                Err(error) => not_run.push(format!("load on {}: {error:#}", backend.name())),
+            }
+        }
+        Some(reports)
+    } else {
+        None
+    };
+    let aims = aims::judge(aims::Figures {
+        micro: micro.as_ref(),
+        e2e: e2e.as_ref(),
+        peers: peers.as_ref(),
+        load: load.as_deref(),
+    });
+    sections.push(report::Section::Aims { aims, not_run });
+    sections.extend(micro.map(report::Section::Micro));
+    sections.extend(e2e.map(report::Section::EndToEnd));
+    sections.extend(peers.map(report::Section::Peers));
+    sections.extend(load.map(report::Section::Load));
+    report::write(out, "bench", machine, &sections)
 }
 
 /// Cargo's target directory: `CARGO_TARGET_DIR` when set, else `target/` in the workspace.

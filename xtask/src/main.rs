@@ -8,7 +8,6 @@ use anyhow::{Context, Result, bail};
 
 mod bench;
 mod crash;
-mod load;
 
 mod docs;
 mod release;
@@ -67,7 +66,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("bench") if args.get(1).is_some_and(|a| a == "--crash") => crash::main(&root, &args[2..]),
-        Some("bench") if args.get(1).is_some_and(|a| a == "--load") => load::main(&root, &args[2..]),
+        Some("bench") if args.get(1).is_some_and(|a| a == "--load") => bench::load::main(&root, &args[2..]),
         Some("bench") => bench::main(&root, &args[1..]),
         Some("vendor-check") => check_vendored(&root),
         Some("purity") => check_purity(&root),

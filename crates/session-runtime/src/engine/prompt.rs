@@ -116,8 +116,10 @@ impl Runtime {
                 self.set_status(session_id, SessionStatus::Idle);
                 return outcome;
             }
-            self.set_status(session_id, SessionStatus::Idle);
+            // As above, idle follows the run's end, so that a client reacting to it (an undo
+            // in the terminal UI) finds the session free; a prompt that joined keeps it busy.
             if self.runs.end(session_id, run, seen, &outcome, true) {
+                self.set_status(session_id, SessionStatus::Idle);
                 return outcome;
             }
             // A prompt joined after the loop's last look at the history: answer it too.

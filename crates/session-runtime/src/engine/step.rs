@@ -356,10 +356,10 @@ impl<'a> StepDriver<'a> {
                 runtime.bus.publish(BusEvent::SessionError { session_id: session_id.clone(), error });
                 None
             }
-            Effect::SetIdle => {
-                runtime.set_status(session_id, SessionStatus::Idle);
-                None
-            }
+            // The processor's cleanup asks for idle, but the run still holds the session (its
+            // summaries, the lease, a joined prompt): the run loop publishes idle once, when
+            // the session is free.
+            Effect::SetIdle => None,
             Effect::Done(result) => {
                 self.outcome = Some(result);
                 None
