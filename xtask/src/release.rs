@@ -784,6 +784,7 @@ mod tests {
                 "session-server-9.9.9.crate",
                 "session-store-9.9.9.crate",
                 "session-tools-9.9.9.crate",
+                "session-tui-9.9.9.crate",
             ]
         );
         for file in &report.crates {
