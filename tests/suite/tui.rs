@@ -178,6 +178,9 @@ async fn issue_24_prompt_answer_permission_undo_interrupt_and_quit_on_a_terminal
         let notes = root.join("project/NOTES.md");
         assert_eq!(std::fs::read_to_string(&notes).unwrap(), "one\ntwo\n");
 
+        // The answer shows before the step settles: undo once the run is over (while it
+        // runs, undo is refused as busy).
+        tui.wait_for("│ idle");
         tui.type_keys(b"/undo\r");
         tui.wait_for("undone:");
         assert!(!notes.exists(), "undo took the write back");
