@@ -263,6 +263,8 @@ async fn issue_26_5_a_failed_start_leaves_no_session_and_an_error_shows_in_sessi
     let shown = text(&show.stdout);
     assert!(shown.contains("First."), "{shown}");
     assert!(shown.contains("[error APIError: ") && shown.contains("ECONNREFUSED"), "{shown}");
+    // The folder's snapshot store, bounded, is reported (the folder need not be a git repository).
+    assert!(shown.contains("\nsnapshots: ") && shown.contains("MiB of a 1024 MiB cap"), "{shown}");
     server.shutdown().await;
 }
 

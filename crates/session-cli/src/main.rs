@@ -498,7 +498,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 match action {
                     SessionsAction::List => session_cli::sessions::list(store.as_ref(), &mut stdout).await?,
                     SessionsAction::Show { id } => {
-                        session_cli::sessions::show(store.as_ref(), &id, &mut stdout).await?
+                        session_cli::sessions::show(store.as_ref(), &data, &id, &mut stdout).await?
                     }
                     SessionsAction::Export { id } => {
                         session_cli::sessions::export(store.as_ref(), &id, &mut stdout).await?;

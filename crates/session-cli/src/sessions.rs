@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use session_core::{Identifier as _, Message, MessageId, ModelRef, PartId, PartKind, SessionId};
-use session_runtime::{GitSnapshotter, Runtime, RuntimeSettings};
+use session_runtime::{GitSnapshotter, Runtime, RuntimeSettings, SnapshotRetention, SnapshotStoreReport};
 use session_store::{ListSessions, Session, SessionDocument, Store};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, ToolRegistry, Workspace,
@@ -63,11 +63,15 @@ fn write_session(out: &mut impl Write, session: &session_store::Session, indent:
     Ok(())
 }
 
-/// Shows a session's messages as readable text.
-pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<()> {
+/// Shows a session's messages as readable text, after a line on its folder's snapshot store
+/// (under `data_dir`).
+pub async fn show(store: &dyn Store, data_dir: &Path, id: &str, out: &mut impl Write) -> Result<()> {
     let id = parse_id(id)?;
     let session = store.get_session(&id).await?;
-    writeln!(out, "{} {}\n", session.id, clean(&session.title))?;
+    writeln!(out, "{} {}", session.id, clean(&session.title))?;
+    let retention = SnapshotRetention::default();
+    let snapshots = GitSnapshotter::existing_store(Path::new(&session.directory), data_dir, retention).await;
+    writeln!(out, "{}\n", snapshot_line(snapshots.as_ref()))?;
     let history = store.load_history(&id).await?;
     for message in &history.messages {
         match &message.info {
@@ -103,6 +107,25 @@ pub async fn show(store: &dyn Store, id: &str, out: &mut impl Write) -> Result<(
         eprintln!("session: skipped an unreadable row {} ({}): {}", skipped.id, skipped.kind, skipped.reason);
     }
     Ok(())
+}
+
+/// The snapshot store's line of `show`: where, how big against its cap, when housekept.
+fn snapshot_line(report: Option<&SnapshotStoreReport>) -> String {
+    let Some(report) = report else {
+        return "snapshots: none for this folder (off, or no step ran here)".to_owned();
+    };
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let housekept = match report.last_housekeeping_ms {
+        Some(ms) => format!("last housekeeping {}", session_core::calendar::iso_time(ms)),
+        None => "no housekeeping pass yet".to_owned(),
+    };
+    format!(
+        "snapshots: {:.1} MiB of a {:.0} MiB cap (default; `snapshot_retention` in the config), kept {} days, {housekept}, in {}",
+        mib(report.bytes),
+        mib(report.max_bytes),
+        report.max_age.as_secs() / 86_400,
+        report.git_dir.display()
+    )
 }
 
 /// Writes a session as one versioned JSON document.
@@ -209,7 +232,7 @@ async fn maintenance_runtime(
     }
     let snapshots = GitSnapshotter::open(&worktree, data_dir).await.ok_or_else(|| {
         anyhow!(
-            "snapshots are off for {}: it is not a git repository (or git is not installed), so session {} has no file changes to revert",
+            "snapshots are off for {}: it is the filesystem root or the home folder, or its snapshot store cannot be opened, so session {} has no file changes to revert",
             worktree.display(),
             session.id
         )

@@ -1,18 +1,20 @@
-//! Working-tree snapshots (SPEC 13) in a git directory of their own, through the `git` binary.
+//! Working-tree snapshots (SPEC 13) in a git directory of their own, written in process by
+//! libgit2 (`snapshot_repo`); only the daily housekeeping runs the `git` binary.
 //!
 //! The user's repository is never touched: the snapshot repository has its own git dir and
-//! uses the worktree only as its work tree. Without git, or outside a repository, snapshots
-//! are off ([`NoSnapshots`]) and everything else works.
+//! uses the worktree only as its work tree, so `git --git-dir <dir> --work-tree <worktree>`
+//! inspects it as usual. A folder that is not a git repository is snapshotted too (with the
+//! usual dependency caches left out), except the filesystem root and the home directory,
+//! where snapshots are off ([`NoSnapshots`]) and everything else works.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use session_core::FileDiff;
-use tokio::process::Command;
 
-use super::snapshot_diff::{file_diffs, name_status, numstat};
-use super::snapshot_gc::{HousekeepingReport, SnapshotRetention};
+use super::snapshot_gc::{HousekeepingReport, SnapshotRetention, SnapshotStoreReport};
+use super::snapshot_repo::SnapshotRepo;
 
 /// Untracked files above this size are left out of snapshots (SPEC 13).
 pub const MAX_UNTRACKED_BYTES: u64 = 2 * 1024 * 1024;
@@ -76,50 +78,49 @@ impl Snapshotter for NoSnapshots {
 /// Snapshots of `worktree` kept in `git_dir`.
 #[derive(Debug, Clone)]
 pub struct GitSnapshotter {
-    worktree: PathBuf,
+    pub(super) worktree: PathBuf,
     git_dir: PathBuf,
     /// How long and how much is kept.
     pub(super) retention: SnapshotRetention,
-    /// One git operation that writes at a time in this process: staging and housekeeping
-    /// must not interleave (git's own locks would fail the loser instead of waiting).
+    /// One operation that writes at a time in this process: staging and housekeeping must
+    /// not interleave (git's own locks would fail the loser instead of waiting).
     pub(super) lock: Arc<tokio::sync::Mutex<()>>,
+    /// The open repository, kept across operations so that each reuses what the last one
+    /// read (the index and its stat cache, the config, the object database's handles).
+    repo: Arc<std::sync::Mutex<SnapshotRepo>>,
 }
 
 impl GitSnapshotter {
     /// Snapshots of `worktree` in `<data_dir>/snapshot/<hash of the worktree path>`, or `None`
-    /// when the worktree is not inside a git repository or git does not run.
+    /// when the worktree is the filesystem root or the home directory outside any git
+    /// repository, or the snapshot repository cannot be opened.
     pub async fn open(worktree: &Path, data_dir: &Path) -> Option<Self> {
         let worktree = worktree.canonicalize().ok()?;
-        if !worktree.ancestors().any(|dir| dir.join(".git").exists()) {
+        let in_git = worktree.ancestors().any(|dir| dir.join(".git").exists());
+        if !in_git && too_wide(&worktree) {
+            tracing::info!(worktree = %worktree.display(), "snapshots are off: not a git repository, and too wide a folder to snapshot");
             return None;
         }
-        let key = {
-            use std::hash::{Hash as _, Hasher as _};
-            // A stable (not randomly seeded) hash: the same worktree must find its directory again.
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            worktree.hash(&mut hasher);
-            format!("{:016x}", hasher.finish())
+        let git_dir = store_dir(&worktree, data_dir);
+        let opened = {
+            let (git_dir, worktree) = (git_dir.clone(), worktree.clone());
+            tokio::task::spawn_blocking(move || SnapshotRepo::open(&git_dir, &worktree, !in_git)).await
         };
-        let git_dir = data_dir.join("snapshot").join(key);
-        let snapshotter = Self {
+        let repo = match opened {
+            Ok(Ok(repo)) => repo,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, git_dir = %git_dir.display(), "snapshots are off: the snapshot repository cannot be opened");
+                return None;
+            }
+            Err(_) => return None,
+        };
+        Some(Self {
             worktree,
             git_dir,
             retention: SnapshotRetention::default(),
             lock: Arc::new(tokio::sync::Mutex::new(())),
-        };
-        if !snapshotter.git_dir.join("HEAD").exists() {
-            tokio::fs::create_dir_all(&snapshotter.git_dir).await.ok()?;
-            snapshotter.git(&["init", "--quiet"]).await.ok()?;
-            for (key, value) in [
-                ("core.autocrlf", "false"),
-                ("core.longpaths", "true"),
-                ("core.symlinks", "true"),
-                ("core.fsmonitor", "false"),
-            ] {
-                snapshotter.git(&["config", key, value]).await.ok()?;
-            }
-        }
-        Some(snapshotter)
+            repo: Arc::new(std::sync::Mutex::new(repo)),
+        })
     }
 
     /// The same snapshots with another retention policy.
@@ -133,54 +134,39 @@ impl GitSnapshotter {
         &self.git_dir
     }
 
-    pub(super) async fn git(&self, args: &[&str]) -> Result<Vec<u8>, String> {
-        self.git_with_input(args, None).await
+    /// The snapshot store's size, its cap and when housekeeping last ran.
+    pub async fn store_report(&self) -> SnapshotStoreReport {
+        SnapshotStoreReport::read(&self.git_dir, self.retention).await
     }
 
-    /// Runs git with `input` on its standard input.
-    pub(super) async fn git_with_input(
-        &self,
-        args: &[&str],
-        input: Option<&[u8]>,
-    ) -> Result<Vec<u8>, String> {
-        let mut command = Command::new("git");
-        command
-            .arg("--git-dir")
-            .arg(&self.git_dir)
-            .arg("--work-tree")
-            .arg(&self.worktree)
-            .args(args)
-            .current_dir(&self.worktree)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "session")
-            .env("GIT_AUTHOR_EMAIL", "session@localhost")
-            .env("GIT_COMMITTER_NAME", "session")
-            .env("GIT_COMMITTER_EMAIL", "session@localhost")
-            .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|error| format!("git did not run: {error}"))?;
-        let stdin = child.stdin.take();
-        // Written while the output is read: git answers line by line, and a full output pipe
-        // would otherwise stop it reading its input.
-        let write = async move {
-            if let (Some(input), Some(mut stdin)) = (input, stdin) {
-                use tokio::io::AsyncWriteExt as _;
-                stdin.write_all(input).await?;
-                // Dropping stdin closes it: git reads to the end.
-            }
-            Ok::<(), std::io::Error>(())
-        };
-        let (written, output) = tokio::join!(write, child.wait_with_output());
-        let output = output.map_err(|error| format!("git did not finish: {error}"))?;
-        written.map_err(|error| format!("git's input: {error}"))?;
-        if output.status.success() {
-            Ok(output.stdout)
-        } else {
-            Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    /// The snapshot store of `worktree` under `data_dir`, read without creating anything;
+    /// `None` when the worktree has none (yet).
+    pub async fn existing_store(
+        worktree: &Path,
+        data_dir: &Path,
+        retention: SnapshotRetention,
+    ) -> Option<SnapshotStoreReport> {
+        let git_dir = store_dir(&worktree.canonicalize().ok()?, data_dir);
+        if !git_dir.join("HEAD").exists() {
+            return None;
         }
+        Some(SnapshotStoreReport::read(&git_dir, retention).await)
+    }
+
+    /// Runs `operation` on the open repository on the blocking pool.
+    async fn with_repo<T: Send + 'static>(
+        &self,
+        operation: impl FnOnce(&SnapshotRepo) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, String> {
+        let repo = Arc::clone(&self.repo);
+        tokio::task::spawn_blocking(move || {
+            // A panic inside libgit2's callers leaves nothing half-done in the repository
+            // handle worth refusing it for.
+            let repo = repo.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            operation(&repo)
+        })
+        .await
+        .map_err(|error| format!("the snapshot task failed: {error}"))?
     }
 
     /// The worktree-relative form of `file`, refused when it is outside the worktree, climbs
@@ -210,35 +196,36 @@ impl GitSnapshotter {
         }
         Ok(relative.to_string_lossy().into_owned())
     }
+}
 
-    /// Stages everything except untracked files over the size limit.
-    async fn stage(&self) -> Result<(), String> {
-        self.git(&["add", "--all", "--", "."]).await?;
-        // Large new files stay out: snapshots are for source, not build outputs.
-        let added = self.git(&["diff", "--cached", "--name-only", "--diff-filter=A", "-z"]).await?;
-        for name in added.split(|byte| *byte == 0).filter(|name| !name.is_empty()) {
-            let name = String::from_utf8_lossy(name).into_owned();
-            let size = tokio::fs::metadata(self.worktree.join(&name)).await.map(|m| m.len()).unwrap_or(0);
-            if size > MAX_UNTRACKED_BYTES {
-                self.git(&["rm", "--cached", "--quiet", "--", &name]).await?;
-            }
-        }
-        Ok(())
-    }
+/// `<data_dir>/snapshot/<hash of the canonical worktree path>`.
+fn store_dir(worktree: &Path, data_dir: &Path) -> PathBuf {
+    use std::hash::{Hash as _, Hasher as _};
+    // A stable (not randomly seeded) hash: the same worktree must find its directory again.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    worktree.hash(&mut hasher);
+    data_dir.join("snapshot").join(format!("{:016x}", hasher.finish()))
+}
+
+/// Whether a folder outside any git repository is too wide to snapshot: the filesystem root
+/// or the user's home directory (every file the user has).
+fn too_wide(worktree: &Path) -> bool {
+    let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|home| home.canonicalize().ok());
+    is_too_wide(worktree, home.as_deref())
+}
+
+fn is_too_wide(worktree: &Path, home: Option<&Path>) -> bool {
+    worktree.parent().is_none() || home == Some(worktree)
 }
 
 #[async_trait]
 impl Snapshotter for GitSnapshotter {
     async fn track(&self) -> Option<String> {
         let _writing = self.lock.lock().await;
-        if let Err(error) = self.stage().await {
-            tracing::warn!(%error, "snapshot: staging failed");
-            return None;
-        }
-        match self.git(&["write-tree"]).await {
-            Ok(out) => Some(String::from_utf8_lossy(&out).trim().to_owned()),
+        match self.with_repo(SnapshotRepo::track).await {
+            Ok(hash) => Some(hash),
             Err(error) => {
-                tracing::warn!(%error, "snapshot: write-tree failed");
+                tracing::warn!(%error, "snapshot: staging the worktree failed");
                 None
             }
         }
@@ -246,20 +233,14 @@ impl Snapshotter for GitSnapshotter {
 
     async fn patch(&self, hash: &str) -> Vec<String> {
         let _writing = self.lock.lock().await;
-        if self.stage().await.is_err() {
-            return Vec::new();
-        }
-        match self.git(&["diff", "--cached", "--name-only", "-z", hash, "--"]).await {
-            Ok(out) => out
-                .split(|byte| *byte == 0)
-                .filter(|name| !name.is_empty())
-                .map(|name| {
-                    let path = self.worktree.join(String::from_utf8_lossy(name).as_ref());
-                    path.to_string_lossy().replace('\\', "/")
-                })
+        let hash = hash.to_owned();
+        match self.with_repo(move |repo| repo.changed_since(&hash)).await {
+            Ok(paths) => paths
+                .into_iter()
+                .map(|path| self.worktree.join(path).to_string_lossy().replace('\\', "/"))
                 .collect(),
             Err(error) => {
-                tracing::warn!(%error, "snapshot: diff failed");
+                tracing::warn!(%error, "snapshot: listing the changed files failed");
                 Vec::new()
             }
         }
@@ -267,12 +248,9 @@ impl Snapshotter for GitSnapshotter {
 
     async fn diff(&self, hash: &str) -> Option<String> {
         let _writing = self.lock.lock().await;
-        if let Err(error) = self.stage().await {
-            tracing::warn!(%error, "snapshot: staging failed");
-            return None;
-        }
-        match self.git(&["diff", "--cached", "--no-ext-diff", "--no-color", hash, "--"]).await {
-            Ok(out) => Some(String::from_utf8_lossy(&out).into_owned()),
+        let hash = hash.to_owned();
+        match self.with_repo(move |repo| repo.diff_text(&hash)).await {
+            Ok(text) => Some(text),
             Err(error) => {
                 tracing::warn!(%error, "snapshot: diff failed");
                 None
@@ -281,14 +259,12 @@ impl Snapshotter for GitSnapshotter {
     }
 
     async fn diff_trees(&self, from: &str, to: &str) -> Option<Vec<FileDiff>> {
-        // Tree to tree: the index is not read, so no lock is needed.
-        let diff = ["diff", "--no-ext-diff", "--no-renames", "--no-color", "-z"];
-        let counts = self.git(&[&diff[..], &["--numstat", from, to, "--"]].concat()).await;
-        let statuses = self.git(&[&diff[..], &["--name-status", from, to, "--"]].concat()).await;
-        match (counts, statuses) {
-            (Ok(counts), Ok(statuses)) => Some(file_diffs(numstat(&counts), &name_status(&statuses))),
-            (Err(error), _) | (_, Err(error)) => {
-                tracing::warn!(%error, from, to, "snapshot: diff of two trees failed");
+        let (from, to) = (from.to_owned(), to.to_owned());
+        let (shown_from, shown_to) = (from.clone(), to.clone());
+        match self.with_repo(move |repo| repo.diff_trees(&from, &to)).await {
+            Ok(files) => Some(files),
+            Err(error) => {
+                tracing::warn!(%error, from = shown_from, to = shown_to, "snapshot: diff of two trees failed");
                 None
             }
         }
@@ -303,29 +279,40 @@ impl Snapshotter for GitSnapshotter {
     }
 
     async fn check_restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
-        self.git(&["cat-file", "-e", &format!("{hash}^{{tree}}")])
-            .await
-            .map_err(|_| format!("snapshot {hash} does not exist in this worktree's snapshots"))?;
         for file in files {
             self.confined(file)?;
         }
-        Ok(())
+        let hash = hash.to_owned();
+        self.with_repo(move |repo| repo.check_tree(&hash)).await
     }
 
     async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
         // Every path is checked before the first file changes.
-        self.check_restore(hash, files).await?;
+        let relative = files.iter().map(|file| self.confined(file)).collect::<Result<Vec<_>, _>>()?;
         let _writing = self.lock.lock().await;
-        for file in files {
-            let relative = self.confined(file)?;
-            let listed = self.git(&["ls-tree", "--name-only", hash, "--", &relative]).await?;
-            if listed.is_empty() {
-                // Not in the snapshot: the step created it, so reverting removes it.
-                let _ = tokio::fs::remove_file(self.worktree.join(&relative)).await;
-            } else {
-                self.git(&["checkout", hash, "--", &relative]).await?;
-            }
-        }
-        Ok(())
+        let hash = hash.to_owned();
+        self.with_repo(move |repo| repo.restore(&hash, &relative)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_13_outside_git_the_root_and_the_home_folder_are_too_wide() {
+        let home = Path::new("/home/ada");
+        assert!(is_too_wide(Path::new("/"), Some(home)));
+        assert!(is_too_wide(home, Some(home)));
+        assert!(!is_too_wide(&home.join("notes"), Some(home)));
+        assert!(!is_too_wide(Path::new("/srv/site"), None));
+    }
+
+    #[test]
+    fn a_worktree_finds_the_same_store_again() {
+        let data = Path::new("/data");
+        assert_eq!(store_dir(Path::new("/a/b"), data), store_dir(Path::new("/a/b"), data));
+        assert_ne!(store_dir(Path::new("/a/b"), data), store_dir(Path::new("/a/c"), data));
+        assert!(store_dir(Path::new("/a/b"), data).starts_with("/data/snapshot"));
     }
 }

@@ -17,12 +17,18 @@
 //! So after a pass the directory is at most `max_bytes`, or else holds no more than the
 //! staged worktree, the last `grace` of snapshots and git's fixed files. A revert to a step
 //! whose snapshot went fails with git's error; every other feature works on.
+//!
+//! This is the one place the `git` binary runs (libgit2 has no garbage collection): without
+//! it, a pass fails with a warning and the store is not bounded.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use tokio::process::Command;
+
 use super::snapshot::GitSnapshotter;
+use super::snapshot_repo::is_hash;
 
 /// The file in the snapshot git dir holding when the last pass started (epoch ms).
 const STAMP_FILE: &str = "session-housekeeping";
@@ -68,6 +74,38 @@ pub struct HousekeepingReport {
     pub kept: usize,
     /// The last step that ran (1 to 3, as the module describes; 0 when nothing ran).
     pub stage: u8,
+}
+
+/// The snapshot store as `session sessions show` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotStoreReport {
+    /// The snapshot repository's git directory.
+    pub git_dir: std::path::PathBuf,
+    /// Its size now, in bytes.
+    pub bytes: u64,
+    /// The size above which housekeeping drops snapshots early.
+    pub max_bytes: u64,
+    /// How long snapshots named by recent sessions are kept.
+    pub max_age: Duration,
+    /// When the last housekeeping pass started (epoch ms), if one ever ran.
+    pub last_housekeeping_ms: Option<u64>,
+}
+
+impl SnapshotStoreReport {
+    /// Reads the size of the store in `git_dir` and its last pass's timestamp.
+    pub async fn read(git_dir: &Path, retention: SnapshotRetention) -> Self {
+        let last_housekeeping_ms = tokio::fs::read_to_string(git_dir.join(STAMP_FILE))
+            .await
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok());
+        Self {
+            bytes: dir_size(git_dir).await,
+            max_bytes: retention.max_bytes,
+            max_age: retention.max_age,
+            last_housekeeping_ms,
+            git_dir: git_dir.to_path_buf(),
+        }
+    }
 }
 
 /// Claims the pass due at `now_ms`: writes the timestamp and returns since when sessions keep
@@ -123,7 +161,7 @@ pub(super) async fn housekeep(
     }
     if report.bytes_after > retention.max_bytes {
         // A missing ref is fine: there was nothing to keep.
-        let _ = snapshots.git(&["update-ref", "-d", KEEP_REF]).await;
+        let _ = git(snapshots, &["update-ref", "-d", KEEP_REF]).await;
         report.kept = 0;
         gc(snapshots, retention.grace).await?;
         report.stage = 3;
@@ -146,7 +184,7 @@ async fn keep_ref(snapshots: &GitSnapshotter, keep: &[String]) -> Result<usize, 
     let found = if wanted.is_empty() {
         Vec::new()
     } else {
-        let out = snapshots.git_with_input(&["cat-file", "--batch-check"], Some(input.as_bytes())).await?;
+        let out = git_with_input(snapshots, &["cat-file", "--batch-check"], Some(input.as_bytes())).await?;
         // `<hash> tree <size>` for a tree, `<hash> missing` for a pruned one.
         String::from_utf8_lossy(&out)
             .lines()
@@ -157,19 +195,61 @@ async fn keep_ref(snapshots: &GitSnapshotter, keep: &[String]) -> Result<usize, 
             .collect()
     };
     if found.is_empty() {
-        let _ = snapshots.git(&["update-ref", "-d", KEEP_REF]).await;
+        let _ = git(snapshots, &["update-ref", "-d", KEEP_REF]).await;
         return Ok(0);
     }
     let entries: String = found.iter().map(|hash| format!("040000 tree {hash}\t{hash}\n")).collect();
-    let tree = snapshots.git_with_input(&["mktree"], Some(entries.as_bytes())).await?;
+    let tree = git_with_input(snapshots, &["mktree"], Some(entries.as_bytes())).await?;
     let tree = String::from_utf8_lossy(&tree).trim().to_owned();
-    snapshots.git(&["update-ref", KEEP_REF, &tree]).await?;
+    git(snapshots, &["update-ref", KEEP_REF, &tree]).await?;
     Ok(found.len())
 }
 
-/// A full object name (SHA-1 or SHA-256, hex).
-fn is_hash(text: &str) -> bool {
-    matches!(text.len(), 40 | 64) && text.bytes().all(|byte| byte.is_ascii_hexdigit())
+/// Runs git on the snapshot repository with its worktree, the user's own git config left out.
+async fn git(snapshots: &GitSnapshotter, args: &[&str]) -> Result<Vec<u8>, String> {
+    git_with_input(snapshots, args, None).await
+}
+
+/// Runs git with `input` on its standard input.
+async fn git_with_input(
+    snapshots: &GitSnapshotter,
+    args: &[&str],
+    input: Option<&[u8]>,
+) -> Result<Vec<u8>, String> {
+    let mut command = Command::new("git");
+    command
+        .arg("--git-dir")
+        .arg(snapshots.git_dir())
+        .arg("--work-tree")
+        .arg(&snapshots.worktree)
+        .args(args)
+        .current_dir(&snapshots.worktree)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|error| format!("git did not run: {error}"))?;
+    let stdin = child.stdin.take();
+    // Written while the output is read: git answers line by line, and a full output pipe
+    // would otherwise stop it reading its input.
+    let write = async move {
+        if let (Some(input), Some(mut stdin)) = (input, stdin) {
+            use tokio::io::AsyncWriteExt as _;
+            stdin.write_all(input).await?;
+            // Dropping stdin closes it: git reads to the end.
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    let (written, output) = tokio::join!(write, child.wait_with_output());
+    let output = output.map_err(|error| format!("git did not finish: {error}"))?;
+    written.map_err(|error| format!("git's input: {error}"))?;
+    if output.status.success() {
+        Ok(output.stdout)
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+    }
 }
 
 /// `git gc --prune=<age ago>`.
@@ -179,7 +259,7 @@ async fn gc(snapshots: &GitSnapshotter, age: Duration) -> Result<(), String> {
     } else {
         format!("--prune={}.seconds.ago", age.as_secs())
     };
-    snapshots.git(&["gc", "--quiet", &prune]).await.map(drop)
+    git(snapshots, &["gc", "--quiet", &prune]).await.map(drop)
 }
 
 /// The bytes of every file under `dir` (symbolic links not followed).
@@ -217,11 +297,5 @@ mod tests {
         assert!(is_due(Some(1_000), 1_000 + 86_400_000, day));
         // A stamp from the future (the clock was set back) does not block passes for good.
         assert!(is_due(Some(5_000), 1_000, day));
-    }
-
-    #[test]
-    fn only_object_names_reach_git() {
-        assert!(is_hash(&"a".repeat(40)) && is_hash(&"0".repeat(64)));
-        assert!(!is_hash("abc") && !is_hash(&format!("{}\n", "a".repeat(39))) && !is_hash(&"g".repeat(40)));
     }
 }

@@ -7,6 +7,7 @@ mod long;
 mod loopback;
 mod process;
 mod revert;
+mod snapshot;
 mod snapshot_gc;
 mod structured;
 mod summary;
