@@ -102,6 +102,7 @@ impl GitSnapshotter {
             return None;
         }
         let git_dir = store_dir(&worktree, data_dir);
+        let fresh = !git_dir.join("HEAD").exists();
         let opened = {
             let (git_dir, worktree) = (git_dir.clone(), worktree.clone());
             tokio::task::spawn_blocking(move || SnapshotRepo::open(&git_dir, &worktree, !in_git)).await
@@ -114,6 +115,9 @@ impl GitSnapshotter {
             }
             Err(_) => return None,
         };
+        if fresh {
+            super::snapshot_gc::stamp_new_store(&git_dir).await;
+        }
         Some(Self {
             worktree,
             git_dir,

@@ -4,7 +4,8 @@
 //! A snapshot is a tree no ref points at, so git counts it unreachable; OpenCode's
 //! `gc --prune=7.days` therefore drops every snapshot after seven days and keeps everything
 //! younger, however much that is. A pass here, at most once per [`SnapshotRetention::interval`]
-//! per store (a timestamp file in the git dir says when the last one started):
+//! per store (a timestamp file in the git dir says when the last one started; a new store
+//! stamps its creation, so its first pass comes one interval later):
 //! 1. points one ref (`refs/session/keep`, a tree of trees) at the snapshots the store's
 //!    sessions active within `max_age` still name, and runs `git gc --prune=<max_age>`:
 //!    snapshots named by a recent session survive, other objects go once older than `max_age`;
@@ -105,6 +106,18 @@ impl SnapshotStoreReport {
             last_housekeeping_ms,
             git_dir: git_dir.to_path_buf(),
         }
+    }
+}
+
+/// Starts a new store's interval: its first pass is due one interval after it was made (a
+/// store younger than that has nothing old to drop, and a short-lived folder, a benchmark's or
+/// a test's, never pays for a `git gc`).
+pub(super) async fn stamp_new_store(git_dir: &Path) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
+    if let Err(error) = tokio::fs::write(git_dir.join(STAMP_FILE), now.to_string()).await {
+        tracing::debug!(%error, "snapshot housekeeping: a new store's timestamp could not be written");
     }
 }
 

@@ -123,6 +123,11 @@ impl SnapshotRepo {
                 })
                 .collect()
         };
+        if changes.is_empty() {
+            // Nothing to record: the index file stays as it is (stat data refreshed in memory
+            // is written with the next change).
+            return Ok(index);
+        }
         for (status, path) in changes {
             let staged = match status {
                 Delta::Deleted => index.remove_path(&path),

@@ -34,6 +34,18 @@ async fn spec_13_summary_diff_counts_additions_and_deletions() {
     let mut setup = Setup::new(scripted(TWO_TURNS));
     setup.snapshots = true;
     let rig = rig(setup).await;
+    // A new store stamps its creation; set the stamp a year back so that this run's end is due.
+    let stamps = || {
+        let data = rig.work.parent().unwrap().join("data").join("snapshot");
+        std::fs::read_dir(&data)
+            .unwrap()
+            .flatten()
+            .map(|dir| dir.path().join("session-housekeeping"))
+            .collect::<Vec<_>>()
+    };
+    let stamp_files = stamps();
+    assert_eq!(stamp_files.len(), 1, "the new store stamped its creation");
+    std::fs::write(&stamp_files[0], "1000").unwrap();
     let session = rig.runtime.create_session(None).await.unwrap();
     let mut events = rig.runtime.bus().subscribe();
     rig.runtime.prompt(&session.id, say("write two files")).await.unwrap();
@@ -67,12 +79,8 @@ async fn spec_13_summary_diff_counts_additions_and_deletions() {
 
     // The end of the run claimed the day's snapshot housekeeping pass.
     rig.runtime.settle().await;
-    let data = rig.work.parent().unwrap().join("data").join("snapshot");
-    let stamped = std::fs::read_dir(&data)
-        .unwrap()
-        .flatten()
-        .any(|dir| dir.path().join("session-housekeeping").exists());
-    assert!(stamped, "no housekeeping stamp under {}", data.display());
+    let stamp = std::fs::read_to_string(&stamp_files[0]).unwrap();
+    assert!(stamp.trim().parse::<u64>().unwrap() > 1000, "the pass was not claimed: {stamp}");
 }
 
 #[tokio::test]
