@@ -63,9 +63,9 @@ pub use config::{Clock, DatabaseConfig, PgConfig, SqliteConfig, StoreOptions, Sy
 pub use document::{DOCUMENT_VERSION, DocumentMessage, DocumentPart, SessionDocument};
 pub use error::{EntityKind, StoreError, StoreResult};
 pub use model::{
-    Lease, ListSessions, NewSession, PartDelta, RawPart, RecoveryReport, Removed, RevertPoint, RevertRecord,
-    Session, SessionCursor, SessionHistory, SessionPage, SessionPatch, SessionSummary, SessionTime,
-    SkippedRow, StoreStats, WriteBatch,
+    HistoryTail, Lease, ListSessions, NewSession, PartDelta, RawPart, RecoveryReport, Removed, RevertPoint,
+    RevertRecord, Session, SessionCursor, SessionHistory, SessionPage, SessionPatch, SessionSummary,
+    SessionTime, SkippedRow, StoreStats, WriteBatch,
 };
 pub use notify::{MAX_NOTICE_BYTES, NoticeListener, Notifier, NotifyError, decode_notice, encode_notice};
 pub use store::{BackendKind, Store};

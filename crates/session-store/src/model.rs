@@ -223,6 +223,16 @@ pub struct SessionHistory {
     pub skipped: Vec<SkippedRow>,
 }
 
+/// The newest part of a session's history and the size of the whole, read in one snapshot
+/// ([`crate::Store::load_history_tail`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistoryTail {
+    /// The messages from the asked id on, with their parts, as [`SessionHistory`] holds them.
+    pub history: SessionHistory,
+    /// How many message rows the session has in all (unreadable ones included).
+    pub total_messages: u64,
+}
+
 /// Where revert cleanup starts removing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RevertPoint {

@@ -30,6 +30,10 @@ pub(crate) struct Sql {
     pub insert_part: &'static str,
     pub select_messages: &'static str,
     pub select_parts: &'static str,
+    /// The messages of a session from an id on, and their parts (a history's tail).
+    pub select_messages_from: &'static str,
+    pub select_parts_from: &'static str,
+    pub count_messages: &'static str,
     pub select_part: &'static str,
     pub message_ids_from: &'static str,
     pub message_ids_after: &'static str,
@@ -89,6 +93,15 @@ macro_rules! statements {
                 "SELECT id, session_id, message_id, type, ", $money_out,
                 ", data FROM parts WHERE session_id = $1 ORDER BY id"
             ),
+            select_messages_from: concat!(
+                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 AND id >= $2 \
+                 ORDER BY id"
+            ),
+            select_parts_from: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out,
+                ", data FROM parts WHERE session_id = $1 AND message_id >= $2 ORDER BY id"
+            ),
+            count_messages: "SELECT COUNT(*) FROM messages WHERE session_id = $1",
             select_part: concat!(
                 "SELECT id, session_id, message_id, type, ", $money_out, ", data FROM parts WHERE id = $1"
             ),

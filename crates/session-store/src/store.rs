@@ -6,7 +6,7 @@ use session_core::{Message, MessageId, Part, SessionId};
 use crate::document::SessionDocument;
 use crate::error::StoreResult;
 use crate::model::{
-    Lease, ListSessions, NewSession, PartDelta, RecoveryReport, Removed, RevertPoint, Session,
+    HistoryTail, Lease, ListSessions, NewSession, PartDelta, RecoveryReport, Removed, RevertPoint, Session,
     SessionHistory, SessionPage, SessionPatch, StoreStats, WriteBatch,
 };
 
@@ -74,6 +74,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// A session's messages and parts in id order; unreadable rows are reported and skipped.
     async fn load_history(&self, session_id: &SessionId) -> StoreResult<SessionHistory>;
+
+    /// The messages from `from` on (by id) with their parts, and how many messages the
+    /// session has in all, in one snapshot: how a run's history in memory catches up after a
+    /// step without reading the whole session again.
+    async fn load_history_tail(&self, session_id: &SessionId, from: &MessageId) -> StoreResult<HistoryTail>;
 
     /// Revert cleanup: removes what follows `point` and clears the session's revert record.
     async fn remove_from(&self, session_id: &SessionId, point: &RevertPoint) -> StoreResult<Removed>;

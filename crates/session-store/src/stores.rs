@@ -16,7 +16,7 @@ use crate::document::SessionDocument;
 use crate::engine::Engine;
 use crate::error::{StoreError, StoreResult};
 use crate::model::{
-    Lease, ListSessions, NewSession, PartDelta, RecoveryReport, Removed, RevertPoint, Session,
+    HistoryTail, Lease, ListSessions, NewSession, PartDelta, RecoveryReport, Removed, RevertPoint, Session,
     SessionHistory, SessionPage, SessionPatch, StoreStats, WriteBatch,
 };
 use crate::store::{BackendKind, Store};
@@ -181,6 +181,13 @@ macro_rules! delegate_store {
             }
             async fn load_history(&self, session_id: &SessionId) -> StoreResult<SessionHistory> {
                 self.engine.load_history(session_id).await
+            }
+            async fn load_history_tail(
+                &self,
+                session_id: &SessionId,
+                from: &MessageId,
+            ) -> StoreResult<HistoryTail> {
+                self.engine.load_history_tail(session_id, from).await
             }
             async fn remove_from(&self, session_id: &SessionId, point: &RevertPoint) -> StoreResult<Removed> {
                 self.engine.remove_from(session_id, point).await

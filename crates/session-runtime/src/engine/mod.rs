@@ -8,6 +8,7 @@ mod clock;
 mod command;
 mod compaction;
 mod error;
+mod history_mirror;
 mod housekeeping;
 mod prompt;
 mod revert;

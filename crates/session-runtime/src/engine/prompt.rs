@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{MAX_STEPS_TEXT, with_session_rules};
 use super::bus::BusEvent;
 use super::error::RuntimeError;
+use super::history_mirror::HistoryMirror;
 use super::runs::RunGuard;
 use super::runtime::{PromptInput, Runtime, parse_model_ref, text_part};
 use super::status::SessionStatus;
@@ -201,10 +202,12 @@ impl Runtime {
         let mut step: u32 = 0;
         let mut guard = CompactionGuard::default();
         let mut last: Option<AssistantMessage> = None;
+        let mut history = HistoryMirror::default();
         while !cancel.is_cancelled() {
             self.set_status(session_id, SessionStatus::Busy);
-            let history = self.store.load_history(session_id).await?.messages;
-            let messages: Vec<MessageWithParts> = filter_compacted(&history).into_iter().cloned().collect();
+            history.refresh(self.store.as_ref(), session_id).await?;
+            let messages: Vec<MessageWithParts> =
+                filter_compacted(history.messages()).into_iter().cloned().collect();
             let (view, task) = next_task(&messages).map_err(|_| RuntimeError::NoUserMessage)?;
             let last_user = view.last_user;
             let task = match task {

@@ -9,7 +9,9 @@ use super::sessions::{read_session, require_session, write_session};
 use super::{Engine, report_skipped};
 use crate::backend::{Backend, message_columns, part_columns, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
-use crate::model::{PartDelta, RawPart, Removed, RevertPoint, SessionHistory, SkippedRow, WriteBatch};
+use crate::model::{
+    HistoryTail, PartDelta, RawPart, Removed, RevertPoint, SessionHistory, SkippedRow, WriteBatch,
+};
 use crate::rows::{self, DecodedPart, RowWrite};
 use crate::writer::{CacheOp, Command};
 
@@ -87,24 +89,29 @@ impl<DB: Backend> Engine<DB> {
         self.flush_session(Some(session_id)).await?;
         let mut tx = self.begin_read().await?;
         require_session::<DB>(&mut tx, session_id).await?;
-        let loaded = load::<DB>(&mut tx, session_id).await?;
+        let loaded = load::<DB>(&mut tx, session_id, None).await?;
         tx.commit().await.map_err(StoreError::from_db)?;
-        let mut history = SessionHistory {
-            messages: Vec::with_capacity(loaded.messages.len()),
-            unknown_parts: Vec::new(),
-            skipped: loaded.skipped,
-        };
-        for (info, placed) in loaded.messages.into_iter().zip(loaded.parts) {
-            let mut parts = Vec::with_capacity(placed.len());
-            for part in placed {
-                match part {
-                    Placed::Known(part) => parts.push(part),
-                    Placed::Unknown(raw) => history.unknown_parts.push(raw),
-                }
-            }
-            history.messages.push(MessageWithParts { info, parts });
-        }
-        Ok(history)
+        Ok(assemble(loaded))
+    }
+
+    pub(crate) async fn load_history_tail(
+        &self,
+        session_id: &SessionId,
+        from: &MessageId,
+    ) -> StoreResult<HistoryTail> {
+        self.flush_session(Some(session_id)).await?;
+        let mut tx = self.begin_read().await?;
+        require_session::<DB>(&mut tx, session_id).await?;
+        let loaded = load::<DB>(&mut tx, session_id, Some(from)).await?;
+        let row = query::<DB>(DB::sql().count_messages)
+            .bind(session_id.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(StoreError::from_db)?
+            .ok_or_else(|| StoreError::from_db(sqlx::Error::RowNotFound))?;
+        let total_messages = u64::try_from(DB::integer(&row, 0).map_err(StoreError::from_db)?).unwrap_or(0);
+        tx.commit().await.map_err(StoreError::from_db)?;
+        Ok(HistoryTail { history: assemble(loaded), total_messages })
     }
 
     pub(crate) async fn remove_from(
@@ -158,19 +165,41 @@ impl<DB: Backend> Engine<DB> {
     }
 }
 
-/// Reads and decodes a session's messages and parts; columns are read in place, without
-/// copies.
+/// The decoded rows as a history: known parts under their messages, unknown ones apart.
+fn assemble(loaded: Loaded) -> SessionHistory {
+    let mut history = SessionHistory {
+        messages: Vec::with_capacity(loaded.messages.len()),
+        unknown_parts: Vec::new(),
+        skipped: loaded.skipped,
+    };
+    for (info, placed) in loaded.messages.into_iter().zip(loaded.parts) {
+        let mut parts = Vec::with_capacity(placed.len());
+        for part in placed {
+            match part {
+                Placed::Known(part) => parts.push(part),
+                Placed::Unknown(raw) => history.unknown_parts.push(raw),
+            }
+        }
+        history.messages.push(MessageWithParts { info, parts });
+    }
+    history
+}
+
+/// Reads and decodes a session's messages and parts (those from the message `from` on, when
+/// given); columns are read in place, without copies.
 pub(super) async fn load<DB: Backend>(
     conn: &mut DB::Connection,
     session_id: &SessionId,
+    from: Option<&MessageId>,
 ) -> StoreResult<Loaded> {
     let mut loaded = Loaded { messages: Vec::new(), parts: Vec::new(), skipped: Vec::new() };
     let mut index: HashMap<String, usize> = HashMap::new();
-    let message_rows = query::<DB>(DB::sql().select_messages)
-        .bind(session_id.as_str())
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(StoreError::from_db)?;
+    let sql = DB::sql();
+    let messages = match from {
+        Some(from) => query::<DB>(sql.select_messages_from).bind(session_id.as_str()).bind(from.as_str()),
+        None => query::<DB>(sql.select_messages).bind(session_id.as_str()),
+    };
+    let message_rows = messages.fetch_all(&mut *conn).await.map_err(StoreError::from_db)?;
     for row in &message_rows {
         match rows::decode_message(&message_columns::<DB>(row)?) {
             Ok(message) => {
@@ -183,11 +212,11 @@ pub(super) async fn load<DB: Backend>(
     }
     // Fetched whole, then decoded: decoding while rows stream in makes SQLite's worker
     // thread and the reader hand every row over one by one, which is slower.
-    let part_rows = query::<DB>(DB::sql().select_parts)
-        .bind(session_id.as_str())
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(StoreError::from_db)?;
+    let parts = match from {
+        Some(from) => query::<DB>(sql.select_parts_from).bind(session_id.as_str()).bind(from.as_str()),
+        None => query::<DB>(sql.select_parts).bind(session_id.as_str()),
+    };
+    let part_rows = parts.fetch_all(&mut *conn).await.map_err(StoreError::from_db)?;
     for row in &part_rows {
         let stored = part_columns::<DB>(row)?;
         let Some(&at) = index.get(stored.message_id) else {

@@ -207,7 +207,54 @@ async fn every_part_kind_round_trips(db: &TestDb) {
     store.close().await.unwrap();
 }
 
+async fn a_history_tail_is_the_newest_messages_and_the_count_of_all(db: &TestDb) {
+    let store = db.open().await;
+    let session = new_session(store.as_ref()).await;
+    let mut fx = Fx::new(&session.id);
+    let user = fx.user();
+    let first = fx.assistant(user.id());
+    let second = fx.assistant(user.id());
+    let u1 = fx.text(user.id(), "question", false);
+    let f1 = fx.text(&first.id, "first", false);
+    let s1 = fx.text(&second.id, "second", false);
+    store
+        .commit(
+            &WriteBatch::new()
+                .message(user.clone())
+                .message(Message::Assistant(first.clone()))
+                .message(Message::Assistant(second.clone()))
+                .part(u1)
+                .part(f1.clone())
+                .part(s1.clone()),
+        )
+        .await
+        .unwrap();
+    let tail = store.load_history_tail(&session.id, &first.id).await.unwrap();
+    assert_eq!(
+        tail.history.messages,
+        vec![
+            MessageWithParts { info: Message::Assistant(first), parts: vec![f1] },
+            MessageWithParts { info: Message::Assistant(second), parts: vec![s1] },
+        ]
+    );
+    assert_eq!(tail.total_messages, 3, "the count is of the whole session");
+    // The whole history is the tail from its first message.
+    let whole = store.load_history_tail(&session.id, user.id()).await.unwrap();
+    assert_eq!(whole.history, store.load_history(&session.id).await.unwrap());
+    // A tail from past the newest message is empty but still counts every message.
+    let past = MessageId::new_unchecked("msg_zzzzzzzzzzzzzzzzzzzzzzzzzz");
+    let empty = store.load_history_tail(&session.id, &past).await.unwrap();
+    assert!(empty.history.messages.is_empty());
+    assert_eq!(empty.total_messages, 3);
+    assert!(matches!(
+        store.load_history_tail(&SessionId::new_unchecked("ses_nosuchsession"), &past).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    store.close().await.unwrap();
+}
+
 on_both_backends!(
+    a_history_tail_is_the_newest_messages_and_the_count_of_all,
     history_loads_in_id_order,
     upserts_replace_a_tool_through_its_states,
     money_is_exact,

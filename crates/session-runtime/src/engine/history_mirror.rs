@@ -1,0 +1,120 @@
+//! A run's history in memory (issue 25): the loop reads the session once per run, then after
+//! each step only the messages from the newest one it holds on, with the count of all, in one
+//! snapshot. Only the newest messages change while a run holds the session (its own step, a
+//! compaction, a prompt that joined); a count that does not add up (a message written by
+//! another process with an older id, a deleted one) reads the whole history again. The store
+//! stays the log, and the source after a restart.
+
+use session_core::{MessageId, MessageWithParts, SessionId};
+use session_store::{EntityKind, HistoryTail, SessionHistory, Store, StoreError};
+
+/// The session's messages as the run last read them.
+#[derive(Debug, Default)]
+pub(super) struct HistoryMirror {
+    messages: Vec<MessageWithParts>,
+    /// Ids of message rows that do not decode: they count in the store's total.
+    unreadable: Vec<String>,
+    /// Whether anything was read yet.
+    loaded: bool,
+}
+
+impl HistoryMirror {
+    /// Brings the mirror up to the store: the whole history the first time, the tail after.
+    pub(super) async fn refresh(
+        &mut self,
+        store: &dyn Store,
+        session_id: &SessionId,
+    ) -> Result<(), StoreError> {
+        let newest = self.messages.last().map(|message| message.info.id().clone());
+        match newest {
+            Some(newest) if self.loaded => {
+                let tail = store.load_history_tail(session_id, &newest).await?;
+                if !self.merge(&newest, tail) {
+                    tracing::debug!(%session_id, "the history changed behind the run: read again whole");
+                    self.replace(store.load_history(session_id).await?);
+                }
+            }
+            _ => self.replace(store.load_history(session_id).await?),
+        }
+        Ok(())
+    }
+
+    /// The messages, oldest first (by id, as the store orders them).
+    pub(super) fn messages(&self) -> &[MessageWithParts] {
+        &self.messages
+    }
+
+    fn replace(&mut self, history: SessionHistory) {
+        self.unreadable = unreadable_messages(&history);
+        self.messages = history.messages;
+        self.loaded = true;
+    }
+
+    /// Puts `tail` (the messages from `from` on) in place of what the mirror held from `from`
+    /// on; false when the result does not account for every message the store has.
+    fn merge(&mut self, from: &MessageId, tail: HistoryTail) -> bool {
+        let kept = self.messages.partition_point(|message| message.info.id() < from);
+        self.messages.truncate(kept);
+        self.unreadable.retain(|id| id.as_str() < from.as_str());
+        self.unreadable.extend(unreadable_messages(&tail.history));
+        self.messages.extend(tail.history.messages);
+        let held = u64::try_from(self.messages.len() + self.unreadable.len()).unwrap_or(u64::MAX);
+        held == tail.total_messages
+    }
+}
+
+fn unreadable_messages(history: &SessionHistory) -> Vec<String> {
+    history.skipped.iter().filter(|row| row.kind == EntityKind::Message).map(|row| row.id.clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use session_core::{Message, UserMessage};
+
+    use super::*;
+
+    fn message(id: &str) -> MessageWithParts {
+        let user: UserMessage = serde_json::from_value(serde_json::json!({
+            "id": id, "sessionID": "ses_1", "role": "user", "time": {"created": 1},
+            "agent": "build", "model": {"providerID": "p", "modelID": "m"}
+        }))
+        .expect("a user message");
+        MessageWithParts { info: Message::User(user), parts: Vec::new() }
+    }
+
+    fn ids(mirror: &HistoryMirror) -> Vec<String> {
+        mirror.messages().iter().map(|m| m.info.id().to_string()).collect()
+    }
+
+    fn tail(messages: &[&str], total: u64) -> HistoryTail {
+        HistoryTail {
+            history: SessionHistory {
+                messages: messages.iter().map(|id| message(id)).collect(),
+                ..Default::default()
+            },
+            total_messages: total,
+        }
+    }
+
+    #[test]
+    fn a_tail_replaces_the_newest_message_and_adds_the_new_ones() {
+        let mut mirror = HistoryMirror::default();
+        mirror.replace(SessionHistory {
+            messages: vec![message("msg_a"), message("msg_b")],
+            ..Default::default()
+        });
+        assert!(mirror.merge(&MessageId::new_unchecked("msg_b"), tail(&["msg_b", "msg_c", "msg_d"], 4)));
+        assert_eq!(ids(&mirror), ["msg_a", "msg_b", "msg_c", "msg_d"]);
+    }
+
+    #[test]
+    fn a_message_older_than_the_tail_that_the_mirror_lacks_is_caught_by_the_count() {
+        let mut mirror = HistoryMirror::default();
+        mirror.replace(SessionHistory {
+            messages: vec![message("msg_a"), message("msg_c")],
+            ..Default::default()
+        });
+        // Another process wrote msg_b (older than msg_c) meanwhile: the store has four.
+        assert!(!mirror.merge(&MessageId::new_unchecked("msg_c"), tail(&["msg_c", "msg_d"], 4)));
+    }
+}
