@@ -1,10 +1,10 @@
 //! The model catalog: a models.dev snapshot embedded in the binary, plus presets for local
 //! OpenAI-compatible servers that the snapshot lacks.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::OnceLock};
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, value::RawValue};
 use session_core::{ModelCost, overflow::ModelLimit};
 
 /// The models.dev snapshot this build carries (`data/models.json`).
@@ -27,6 +27,14 @@ pub enum CatalogError {
     /// The catalog JSON did not parse.
     #[error("model catalog is not valid: {0}")]
     Invalid(#[from] serde_json::Error),
+    /// A provider's entry did not fit the models.dev shape.
+    #[error("model catalog: bad entry for provider {provider}: {source}")]
+    BadProvider {
+        /// Provider id.
+        provider: String,
+        /// The parse failure.
+        source: serde_json::Error,
+    },
     /// A model's price object did not fit the models.dev shape.
     #[error("model catalog: bad cost for {provider}/{model}: {source}")]
     BadCost {
@@ -110,9 +118,78 @@ impl CatalogProvider {
 }
 
 /// The model catalog: providers and their models.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// The embedded snapshot is large (hundreds of models with decimal prices), and a run needs one
+/// or two providers of it, so [`Catalog::embedded`] only splits the text into providers and each
+/// provider's models are parsed the first time it is asked for.
+#[derive(Clone, Default)]
 pub struct Catalog {
-    providers: BTreeMap<String, CatalogProvider>,
+    providers: BTreeMap<String, Slot>,
+}
+
+/// One provider of the catalog: its JSON text until first use, then the parsed entry.
+#[derive(Clone)]
+struct Slot {
+    /// The provider's JSON, borrowed from the embedded snapshot; `None` once given parsed.
+    raw: Option<&'static RawValue>,
+    /// The parsed provider; `None` inside when its JSON did not fit (warned about and skipped).
+    parsed: OnceLock<Option<CatalogProvider>>,
+}
+
+impl Slot {
+    fn lazy(raw: &'static RawValue) -> Self {
+        Self { raw: Some(raw), parsed: OnceLock::new() }
+    }
+
+    fn parsed(provider: CatalogProvider) -> Self {
+        Self { raw: None, parsed: OnceLock::from(Some(provider)) }
+    }
+
+    /// The provider under `key`, parsed on first use; a malformed entry is skipped with a
+    /// warning so that one bad provider of the snapshot does not take the others down.
+    fn get(&self, key: &str) -> Option<&CatalogProvider> {
+        self.parsed
+            .get_or_init(|| match parse_provider(key, self.raw?.get()) {
+                Ok(provider) => Some(provider),
+                Err(error) => {
+                    tracing::warn!(provider = key, %error, "skipping a malformed catalog provider");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// Like [`Slot::get`], for changing the entry in place.
+    fn get_mut(&mut self, key: &str) -> Option<&mut CatalogProvider> {
+        self.get(key);
+        self.parsed.get_mut()?.as_mut()
+    }
+}
+
+impl std::fmt::Debug for Catalog {
+    /// Shows what is parsed so far: printing must not force the whole snapshot to parse.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut map = f.debug_map();
+        for (key, slot) in &self.providers {
+            match slot.parsed.get() {
+                Some(parsed) => map.entry(key, parsed),
+                None => map.entry(key, &format_args!("<not parsed yet>")),
+            };
+        }
+        map.finish()
+    }
+}
+
+impl PartialEq for Catalog {
+    /// Equal when the same keys hold the same providers, whether parsed yet or not.
+    fn eq(&self, other: &Self) -> bool {
+        self.providers.len() == other.providers.len()
+            && self
+                .providers
+                .iter()
+                .zip(&other.providers)
+                .all(|((key_a, a), (key_b, b))| key_a == key_b && a.get(key_a) == b.get(key_b))
+    }
 }
 
 #[derive(Deserialize)]
@@ -160,82 +237,76 @@ struct RawModalities {
 }
 
 impl Catalog {
-    /// The catalog embedded in this build, with the local-server presets added.
+    /// The catalog embedded in this build, with the local-server presets added. Providers are
+    /// parsed on first use; one whose entry does not fit is skipped with a warning then.
     pub fn embedded() -> Result<Self, CatalogError> {
-        Self::from_json(EMBEDDED)
+        Self::lazy(EMBEDDED)
+    }
+
+    /// A catalog over `text` that splits it into providers now and parses each one later.
+    fn lazy(text: &'static str) -> Result<Self, CatalogError> {
+        // Only the top level is read here: each value is checked to be well-formed JSON and
+        // kept as text, without building its maps or decimal prices.
+        let raw: BTreeMap<String, &'static RawValue> = serde_json::from_str(text)?;
+        let providers = raw.into_iter().map(|(key, raw)| (key, Slot::lazy(raw))).collect();
+        Ok(Self::with_presets(providers))
     }
 
     /// A catalog from models.dev JSON text (`{provider id: {id, name, env, npm, api, models}}`),
-    /// with the local-server presets added where the text lacks them.
+    /// with the local-server presets added where the text lacks them. Unlike
+    /// [`Catalog::embedded`], every provider is parsed now, so any bad entry is an error.
     pub fn from_json(text: &str) -> Result<Self, CatalogError> {
         let raw: BTreeMap<String, RawProvider> = serde_json::from_str(text)?;
         let mut providers = BTreeMap::new();
         for (key, provider) in raw {
-            let mut models = BTreeMap::new();
-            for (model_key, model) in provider.models {
-                let cost = ModelCost::from_catalog(&model.cost).map_err(|source| CatalogError::BadCost {
-                    provider: key.clone(),
-                    model: model_key.clone(),
-                    source,
-                })?;
-                let id = model.id.unwrap_or_else(|| model_key.clone());
-                models.insert(
-                    model_key,
-                    CatalogModel {
-                        name: model.name.unwrap_or_else(|| id.clone()),
-                        id,
-                        limit: model.limit,
-                        cost,
-                        reasoning: model.reasoning,
-                        tool_call: model.tool_call,
-                        attachment: model.attachment,
-                        temperature: model.temperature,
-                        status: model.status,
-                        text_output: model
-                            .modalities
-                            .and_then(|m| m.output)
-                            .is_none_or(|output| output.iter().any(|kind| kind == "text")),
-                    },
-                );
-            }
-            providers.insert(
-                key,
-                CatalogProvider {
-                    id: provider.id,
-                    name: provider.name,
-                    env: provider.env,
-                    npm: provider.npm,
-                    api: provider.api,
-                    models,
-                },
-            );
+            let provider = convert_provider(&key, provider)?;
+            providers.insert(key, Slot::parsed(provider));
         }
+        Ok(Self::with_presets(providers))
+    }
+
+    fn with_presets(mut providers: BTreeMap<String, Slot>) -> Self {
         for (id, name, url) in LOCAL_PRESETS {
-            providers.entry(id.to_owned()).or_insert_with(|| CatalogProvider {
-                id: id.to_owned(),
-                name: name.to_owned(),
-                env: Vec::new(),
-                npm: Some(OPENAI_COMPATIBLE_NPM.to_owned()),
-                api: Some(url.to_owned()),
-                models: BTreeMap::new(),
+            providers.entry(id.to_owned()).or_insert_with(|| {
+                Slot::parsed(CatalogProvider {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    env: Vec::new(),
+                    npm: Some(OPENAI_COMPATIBLE_NPM.to_owned()),
+                    api: Some(url.to_owned()),
+                    models: BTreeMap::new(),
+                })
             });
         }
-        Ok(Self { providers })
+        Self { providers }
+    }
+
+    /// Parses every provider not parsed yet and returns the first one that does not fit, so a
+    /// caller (or a test) can insist on a clean catalog instead of skipped entries.
+    pub fn check(&self) -> Result<(), CatalogError> {
+        for (key, slot) in &self.providers {
+            if slot.get(key).is_none()
+                && let Some(raw) = slot.raw
+            {
+                parse_provider(key, raw.get())?;
+            }
+        }
+        Ok(())
     }
 
     /// Every provider, by id.
     pub fn providers(&self) -> impl Iterator<Item = &CatalogProvider> {
-        self.providers.values()
+        self.providers.iter().filter_map(|(key, slot)| slot.get(key))
     }
 
     /// One provider.
     pub fn provider(&self, id: &str) -> Option<&CatalogProvider> {
-        self.providers.get(id)
+        self.providers.get(id)?.get(id)
     }
 
     /// One model of one provider, as the catalog lists it.
     pub fn model(&self, provider: &str, model: &str) -> Option<&CatalogModel> {
-        self.providers.get(provider)?.models.get(model)
+        self.provider(provider)?.models.get(model)
     }
 
     /// A model by `provider/model` (the model id may itself hold slashes, as OpenRouter's do).
@@ -247,7 +318,7 @@ impl Catalog {
     /// The model to use for `provider/model`: the catalog's entry, or the stated defaults of
     /// [`CatalogModel::unknown`] on an OpenAI-compatible provider; `None` otherwise.
     pub fn resolve(&self, provider: &str, model: &str) -> Option<CatalogModel> {
-        let entry = self.providers.get(provider)?;
+        let entry = self.provider(provider)?;
         match entry.models.get(model) {
             Some(found) => Some(found.clone()),
             None if entry.is_openai_compatible() => Some(CatalogModel::unknown(model)),
@@ -257,12 +328,12 @@ impl Catalog {
 
     /// Adds or replaces a provider (config entries for providers the catalog lacks).
     pub fn insert_provider(&mut self, provider: CatalogProvider) {
-        self.providers.insert(provider.id.clone(), provider);
+        self.providers.insert(provider.id.clone(), Slot::parsed(provider));
     }
 
     /// Adds or replaces one model of an existing provider.
     pub fn insert_model(&mut self, provider: &str, model: CatalogModel) -> bool {
-        match self.providers.get_mut(provider) {
+        match self.providers.get_mut(provider).and_then(|slot| slot.get_mut(provider)) {
             Some(entry) => {
                 entry.models.insert(model.id.clone(), model);
                 true
@@ -270,6 +341,52 @@ impl Catalog {
             None => false,
         }
     }
+}
+
+/// Parses one provider's JSON text (the value under `key` of the snapshot).
+fn parse_provider(key: &str, text: &str) -> Result<CatalogProvider, CatalogError> {
+    let raw: RawProvider = serde_json::from_str(text)
+        .map_err(|source| CatalogError::BadProvider { provider: key.to_owned(), source })?;
+    convert_provider(key, raw)
+}
+
+/// Maps a deserialized provider to the catalog's types (prices become decimals here).
+fn convert_provider(key: &str, provider: RawProvider) -> Result<CatalogProvider, CatalogError> {
+    let mut models = BTreeMap::new();
+    for (model_key, model) in provider.models {
+        let cost = ModelCost::from_catalog(&model.cost).map_err(|source| CatalogError::BadCost {
+            provider: key.to_owned(),
+            model: model_key.clone(),
+            source,
+        })?;
+        let id = model.id.unwrap_or_else(|| model_key.clone());
+        models.insert(
+            model_key,
+            CatalogModel {
+                name: model.name.unwrap_or_else(|| id.clone()),
+                id,
+                limit: model.limit,
+                cost,
+                reasoning: model.reasoning,
+                tool_call: model.tool_call,
+                attachment: model.attachment,
+                temperature: model.temperature,
+                status: model.status,
+                text_output: model
+                    .modalities
+                    .and_then(|m| m.output)
+                    .is_none_or(|output| output.iter().any(|kind| kind == "text")),
+            },
+        );
+    }
+    Ok(CatalogProvider {
+        id: provider.id,
+        name: provider.name,
+        env: provider.env,
+        npm: provider.npm,
+        api: provider.api,
+        models,
+    })
 }
 
 /// Splits `provider/model` at the first slash; both halves must be non-empty.
@@ -357,5 +474,68 @@ mod tests {
             Catalog::from_json(r#"{"p": {"id": "p", "name": "P", "models": {"m": {"cost": "free"}}}}"#)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn the_lazy_catalog_matches_the_eager_parse_for_every_provider() {
+        let eager = Catalog::from_json(EMBEDDED).expect("eager parse");
+        let lazy = catalog();
+        assert!(lazy.providers.values().any(|slot| slot.parsed.get().is_none()), "nothing parsed yet");
+        lazy.check().expect("every embedded provider parses");
+        let keys: Vec<&String> = eager.providers.keys().collect();
+        assert_eq!(keys, lazy.providers.keys().collect::<Vec<_>>());
+        for key in keys {
+            let one = catalog();
+            assert_eq!(one.provider(key), eager.provider(key), "{key}");
+        }
+        assert_eq!(lazy.providers().collect::<Vec<_>>(), eager.providers().collect::<Vec<_>>());
+        assert_eq!(lazy, eager);
+    }
+
+    #[test]
+    fn asking_for_one_provider_parses_only_that_one() {
+        let catalog = catalog();
+        assert!(catalog.lookup("anthropic/claude-3-5-sonnet-20240620").is_some());
+        let parsed: Vec<&str> = catalog
+            .providers
+            .iter()
+            .filter(|(_, slot)| slot.raw.is_some() && slot.parsed.get().is_some())
+            .map(|(key, _)| key.as_str())
+            .collect();
+        assert_eq!(parsed, ["anthropic"]);
+    }
+
+    #[test]
+    fn a_malformed_lazy_provider_is_skipped_and_reported() {
+        const TEXT: &str = r#"{
+            "good": {"id": "good", "name": "Good", "models": {"m": {"cost": {"input": 1, "output": 2}}}},
+            "badcost": {"id": "badcost", "name": "Bad", "models": {"m": {"cost": "free"}}},
+            "badshape": {"name": 3}
+        }"#;
+        let mut catalog = Catalog::lazy(TEXT).expect("the top level is fine");
+        assert!(catalog.lookup("good/m").is_some());
+        assert!(catalog.provider("badcost").is_none());
+        assert!(catalog.resolve("badshape", "m").is_none());
+        assert!(!catalog.insert_model("badshape", CatalogModel::unknown("m")));
+        let ids: Vec<&str> = catalog.providers().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["good", "llama.cpp", "lmstudio", "ollama", "vllm"]);
+        let error = catalog.check().expect_err("a bad entry");
+        assert!(matches!(error, CatalogError::BadCost { .. } | CatalogError::BadProvider { .. }), "{error}");
+        assert!(Catalog::lazy("[1]").is_err());
+        assert!(Catalog::lazy("{").is_err());
+    }
+
+    #[test]
+    fn inserts_work_on_unparsed_providers() {
+        let mut catalog = catalog();
+        assert!(catalog.insert_model("anthropic", CatalogModel::unknown("mine")));
+        assert!(catalog.model("anthropic", "mine").is_some());
+        assert!(catalog.lookup("anthropic/claude-3-5-sonnet-20240620").is_some(), "the rest stays");
+        let mut custom = catalog.provider("openai").expect("openai").clone();
+        custom.models.clear();
+        catalog.insert_provider(custom);
+        assert!(catalog.provider("openai").is_some_and(|p| p.models.is_empty()));
+        assert!(!catalog.insert_model("nobody", CatalogModel::unknown("x")));
+        assert!(format!("{catalog:?}").contains("not parsed yet"));
     }
 }

@@ -1,7 +1,7 @@
 //! The registered tools, their schemas and the validation of arguments against them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -24,7 +24,24 @@ pub struct ToolDefinition {
 struct Entry {
     tool: Arc<dyn Tool>,
     schema: Value,
-    validator: jsonschema::Validator,
+    /// The compiled schema: set at registration for outside tools, on the first call for
+    /// built-in ones (compiling nine schemas before the first request costs start-up time).
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl Entry {
+    fn validator(&self) -> Result<&jsonschema::Validator, ToolError> {
+        self.validator
+            .get_or_init(|| compile(self.tool.name(), &self.schema))
+            .as_ref()
+            .map_err(|message| ToolError::Failed { message: message.clone() })
+    }
+}
+
+/// Compiles a tool's schema; jsonschema checks it against its meta-schema first.
+fn compile(name: &str, schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::validator_for(schema)
+        .map_err(|error| format!("the schema of tool {name} is invalid: {error}"))
 }
 
 /// The tools a session may call, by name, in registration order.
@@ -46,14 +63,24 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// Adds a tool, replacing one of the same name; fails when its schema does not compile.
+    /// Adds a tool from outside (MCP, plugins, tool sources), replacing one of the same name;
+    /// its schema is checked against the meta-schema and compiled now, and a bad one fails here.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
         let schema = tool.parameters();
-        let validator = jsonschema::validator_for(&schema).map_err(|error| ToolError::Failed {
-            message: format!("the schema of tool {} is invalid: {error}", tool.name()),
-        })?;
-        let name = tool.name().to_owned();
-        let entry = Entry { tool, schema, validator };
+        let validator = compile(tool.name(), &schema).map_err(|message| ToolError::Failed { message })?;
+        self.insert(Entry { tool, schema, validator: OnceLock::from(Ok(validator)) });
+        Ok(())
+    }
+
+    /// Adds one of this crate's own tools, whose schema compiles on the tool's first call: the
+    /// unit tests check every built-in schema against the meta-schema instead of each start.
+    pub(crate) fn register_builtin(&mut self, tool: Arc<dyn Tool>) {
+        let schema = tool.parameters();
+        self.insert(Entry { tool, schema, validator: OnceLock::new() });
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        let name = entry.tool.name().to_owned();
         match self.index.get(&name) {
             Some(&position) => {
                 if let Some(slot) = self.entries.get_mut(position) {
@@ -65,7 +92,6 @@ impl ToolRegistry {
                 self.entries.push(entry);
             }
         }
-        Ok(())
     }
 
     /// The tool called `name`.
@@ -108,7 +134,7 @@ impl ToolRegistry {
                 self.names().into_iter().filter(|n| *n != session_core::processor::INVALID_TOOL).collect();
             return Err(ToolError::UnknownTool { name: name.to_owned(), available: offered.join(", ") });
         };
-        let problems = schema_problems(&entry.validator, &Value::Object(args.clone()));
+        let problems = schema_problems(entry.validator()?, &Value::Object(args.clone()));
         if problems.is_empty() {
             Ok(entry.tool.clone())
         } else {
