@@ -98,7 +98,8 @@ async fn run_json(script: &str, extra: &[&str]) -> JsonRun {
 }
 
 /// Replaces what differs between runs as the reference's capture did: ids by their prefix,
-/// times by 0, the project folder by `{project}`, a loopback port by `{port}`.
+/// times by 0, the project folder by `{project}`, a loopback port by `{port}`, a snapshot's
+/// tree hash by `{tree}`.
 fn normalize(value: Value, key: Option<&str>, project: &Path) -> Value {
     match value {
         Value::Object(object) => Value::Object(
@@ -106,6 +107,7 @@ fn normalize(value: Value, key: Option<&str>, project: &Path) -> Value {
         ),
         Value::Array(items) => Value::Array(items.into_iter().map(|v| normalize(v, None, project)).collect()),
         Value::Number(_) if matches!(key, Some("timestamp" | "start" | "end")) => Value::from(0),
+        Value::String(_) if key == Some("snapshot") => Value::from("{tree}"),
         Value::String(text) => {
             let text = text.replace(&project.display().to_string(), "{project}");
             let id = ["ses_", "msg_", "prt_"].into_iter().find(|prefix| {
@@ -154,8 +156,10 @@ fn shape(value: &Value, path: &str, into: &mut Map<String, Value>) {
 }
 
 /// Paths under which the content is the tool's or the provider's own, not the line format's:
-/// a tool's input and metadata, and the details of an error beyond its name and message.
-const OPEN: [&str; 3] = [".part.state.input.", ".part.state.metadata.", ".error.data."];
+/// a tool's input and metadata, the details of an error beyond its name and message, and a
+/// step part's snapshot (OpenCode's lines were captured in a folder that is not a git
+/// repository, where OpenCode takes no snapshots; ours snapshots such folders too).
+const OPEN: [&str; 4] = [".part.state.input.", ".part.state.metadata.", ".error.data.", ".part.snapshot"];
 
 /// The one field under [`OPEN`] every error has.
 const CHECKED: &str = ".error.data.message";
