@@ -14,8 +14,6 @@ pub(super) struct HistoryMirror {
     messages: Vec<MessageWithParts>,
     /// Ids of message rows that do not decode: they count in the store's total.
     unreadable: Vec<String>,
-    /// Whether anything was read yet.
-    loaded: bool,
 }
 
 impl HistoryMirror {
@@ -25,16 +23,16 @@ impl HistoryMirror {
         store: &dyn Store,
         session_id: &SessionId,
     ) -> Result<(), StoreError> {
-        let newest = self.messages.last().map(|message| message.info.id().clone());
-        match newest {
-            Some(newest) if self.loaded => {
+        // Nothing held yet (a run's first pass): the whole history.
+        match self.messages.last().map(|message| message.info.id().clone()) {
+            Some(newest) => {
                 let tail = store.load_history_tail(session_id, &newest).await?;
                 if !self.merge(&newest, tail) {
                     tracing::debug!(%session_id, "the history changed behind the run: read again whole");
                     self.replace(store.load_history(session_id).await?);
                 }
             }
-            _ => self.replace(store.load_history(session_id).await?),
+            None => self.replace(store.load_history(session_id).await?),
         }
         Ok(())
     }
@@ -47,7 +45,6 @@ impl HistoryMirror {
     fn replace(&mut self, history: SessionHistory) {
         self.unreadable = unreadable_messages(&history);
         self.messages = history.messages;
-        self.loaded = true;
     }
 
     /// Puts `tail` (the messages from `from` on) in place of what the mirror held from `from`

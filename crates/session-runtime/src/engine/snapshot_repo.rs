@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{Delta, DiffFormat, DiffOptions, Index, Oid, Repository, Tree};
+use git2::{Delta, Diff, DiffDelta, DiffFormat, DiffOptions, Index, Oid, Repository, Tree};
 use session_core::{FileDiff, FileStatus};
 
 use super::snapshot::MAX_UNTRACKED_BYTES;
@@ -117,10 +117,7 @@ impl SnapshotRepo {
         let changes: Vec<(Delta, PathBuf)> = {
             let diff = self.repo.diff_index_to_workdir(Some(&index), Some(&mut options)).map_err(message)?;
             diff.deltas()
-                .filter_map(|delta| {
-                    let path = delta.new_file().path().or_else(|| delta.old_file().path())?;
-                    Some((delta.status(), path.to_path_buf()))
-                })
+                .filter_map(|delta| Some((delta.status(), delta_path(&delta)?.to_path_buf())))
                 .collect()
         };
         if changes.is_empty() {
@@ -171,25 +168,23 @@ impl SnapshotRepo {
         index.write_tree().map(|oid| oid.to_string()).map_err(message)
     }
 
+    /// The diff from the tree `hash` to the worktree now (staged first).
+    fn diff_to_worktree(&self, hash: &str) -> Result<Diff<'_>, String> {
+        let tree = self.tree(hash)?;
+        let index = self.stage()?;
+        self.repo.diff_tree_to_index(Some(&tree), Some(&index), None).map_err(message)
+    }
+
     /// Worktree-relative paths of the files that differ between the tree `hash` and the
     /// worktree now (staged first).
     pub(super) fn changed_since(&self, hash: &str) -> Result<Vec<PathBuf>, String> {
-        let tree = self.tree(hash)?;
-        let index = self.stage()?;
-        let diff = self.repo.diff_tree_to_index(Some(&tree), Some(&index), None).map_err(message)?;
-        Ok(diff
-            .deltas()
-            .filter_map(|delta| {
-                delta.new_file().path().or_else(|| delta.old_file().path()).map(Path::to_path_buf)
-            })
-            .collect())
+        let diff = self.diff_to_worktree(hash)?;
+        Ok(diff.deltas().filter_map(|delta| delta_path(&delta).map(Path::to_path_buf)).collect())
     }
 
     /// The unified diff from the tree `hash` to the worktree now, as `git diff` prints it.
     pub(super) fn diff_text(&self, hash: &str) -> Result<String, String> {
-        let tree = self.tree(hash)?;
-        let index = self.stage()?;
-        let diff = self.repo.diff_tree_to_index(Some(&tree), Some(&index), None).map_err(message)?;
+        let diff = self.diff_to_worktree(hash)?;
         let mut text = Vec::new();
         diff.print(DiffFormat::Patch, |_, _, line| {
             // Content lines carry their marker apart; headers and hunk lines carry it inside.
@@ -210,7 +205,7 @@ impl SnapshotRepo {
         let diff = self.repo.diff_tree_to_tree(Some(&from), Some(&to), None).map_err(message)?;
         let mut files = Vec::with_capacity(diff.deltas().len());
         for (at, delta) in diff.deltas().enumerate() {
-            let Some(path) = delta.new_file().path().or_else(|| delta.old_file().path()) else { continue };
+            let Some(path) = delta_path(&delta) else { continue };
             let status = match delta.status() {
                 Delta::Added => FileStatus::Added,
                 Delta::Deleted => FileStatus::Deleted,
@@ -264,6 +259,11 @@ impl SnapshotRepo {
         }
         self.repo.checkout_tree(tree.as_object(), Some(&mut checkout)).map_err(message)
     }
+}
+
+/// The path a change is about: the new file's, or the old one's for a deletion.
+fn delta_path<'a>(delta: &'a DiffDelta<'_>) -> Option<&'a Path> {
+    delta.new_file().path().or_else(|| delta.old_file().path())
 }
 
 /// Writes [`LOCAL_CONFIG`] unless this repository already has it.
