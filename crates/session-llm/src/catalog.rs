@@ -4,10 +4,15 @@
 use std::{collections::BTreeMap, sync::OnceLock};
 
 use serde::Deserialize;
-use serde_json::{Value, value::RawValue};
+use serde_json::Value;
 use session_core::{ModelCost, overflow::ModelLimit};
 
 /// The models.dev snapshot this build carries (`data/models.json`).
+/// The embedded snapshot's providers, (id, JSON text), split by build.rs.
+const EMBEDDED_PROVIDERS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/catalog_providers.rs"));
+
+/// The whole snapshot, for the tests that compare the split with an eager parse.
+#[cfg(test)]
 const EMBEDDED: &str = include_str!("../data/models.json");
 
 /// The npm package of providers that speak OpenAI Chat Completions.
@@ -131,13 +136,13 @@ pub struct Catalog {
 #[derive(Clone)]
 struct Slot {
     /// The provider's JSON, borrowed from the embedded snapshot; `None` once given parsed.
-    raw: Option<&'static RawValue>,
+    raw: Option<&'static str>,
     /// The parsed provider; `None` inside when its JSON did not fit (warned about and skipped).
     parsed: OnceLock<Option<CatalogProvider>>,
 }
 
 impl Slot {
-    fn lazy(raw: &'static RawValue) -> Self {
+    fn lazy(raw: &'static str) -> Self {
         Self { raw: Some(raw), parsed: OnceLock::new() }
     }
 
@@ -149,7 +154,7 @@ impl Slot {
     /// warning so that one bad provider of the snapshot does not take the others down.
     fn get(&self, key: &str) -> Option<&CatalogProvider> {
         self.parsed
-            .get_or_init(|| match parse_provider(key, self.raw?.get()) {
+            .get_or_init(|| match parse_provider(key, self.raw?) {
                 Ok(provider) => Some(provider),
                 Err(error) => {
                     tracing::warn!(provider = key, %error, "skipping a malformed catalog provider");
@@ -240,15 +245,16 @@ impl Catalog {
     /// The catalog embedded in this build, with the local-server presets added. Providers are
     /// parsed on first use; one whose entry does not fit is skipped with a warning then.
     pub fn embedded() -> Result<Self, CatalogError> {
-        Self::lazy(EMBEDDED)
+        let providers =
+            EMBEDDED_PROVIDERS.iter().map(|(key, raw)| ((*key).to_owned(), Slot::lazy(raw))).collect();
+        Ok(Self::with_presets(providers))
     }
 
     /// A catalog over `text` that splits it into providers now and parses each one later.
+    #[cfg(test)]
     fn lazy(text: &'static str) -> Result<Self, CatalogError> {
-        // Only the top level is read here: each value is checked to be well-formed JSON and
-        // kept as text, without building its maps or decimal prices.
-        let raw: BTreeMap<String, &'static RawValue> = serde_json::from_str(text)?;
-        let providers = raw.into_iter().map(|(key, raw)| (key, Slot::lazy(raw))).collect();
+        let raw: BTreeMap<String, &'static serde_json::value::RawValue> = serde_json::from_str(text)?;
+        let providers = raw.into_iter().map(|(key, raw)| (key, Slot::lazy(raw.get()))).collect();
         Ok(Self::with_presets(providers))
     }
 
@@ -288,7 +294,7 @@ impl Catalog {
             if slot.get(key).is_none()
                 && let Some(raw) = slot.raw
             {
-                parse_provider(key, raw.get())?;
+                parse_provider(key, raw)?;
             }
         }
         Ok(())

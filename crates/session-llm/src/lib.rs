@@ -49,6 +49,7 @@ mod scripted;
 mod small_model;
 mod sse;
 mod stream;
+mod tls;
 mod transport;
 
 pub use anthropic::{ANTHROPIC_VERSION, AnthropicParser};

@@ -53,9 +53,13 @@ pub struct ReqwestTransport {
 }
 
 impl ReqwestTransport {
-    /// A transport with a default client.
+    /// A transport with a default client, whose platform certificates are read on its first
+    /// TLS handshake (a plain `http://` provider never reads them).
     pub fn new() -> Result<Self, TransportError> {
+        let tls = crate::tls::lazy_platform_config()
+            .map_err(|err| TransportError::new(format!("cannot configure TLS: {err}")))?;
         let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
             .build()
             .map_err(|err| TransportError::new(format!("cannot build the HTTP client: {err}")))?;
         Ok(Self { client })

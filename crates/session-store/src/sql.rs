@@ -154,70 +154,83 @@ static POSTGRES: Sql = statements!(
 /// Most rows in one statement.
 pub(crate) const MAX_ROWS: usize = 64;
 
-/// Upserts for 1 to [`MAX_ROWS`] rows, built on first use.
+/// Upserts for 1 to [`MAX_ROWS`] rows, each statement built the first time its row count is
+/// needed (all 128 at once cost about 3 ms of CPU before a run's first write, issue 25).
 #[derive(Debug)]
 pub(crate) struct BulkSql {
-    messages: Vec<String>,
-    parts: Vec<String>,
+    sql: &'static Sql,
+    messages: [OnceLock<String>; MAX_ROWS],
+    parts: [OnceLock<String>; MAX_ROWS],
 }
 
 impl BulkSql {
-    fn build(sql: &Sql) -> Self {
-        let (open, close) = sql.money_in;
-        let placeholder = |n: usize| if sql.positional { "?".to_owned() } else { format!("${n}") };
-        let values = |columns: usize, money: usize, rows: usize| {
-            let mut text = String::new();
-            for row in 0..rows {
-                text.push_str(if row == 0 { "(" } else { ", (" });
-                for column in 1..=columns {
-                    if column > 1 {
-                        text.push_str(", ");
-                    }
-                    let n = row * columns + column;
-                    if column == money {
-                        text.push_str(&format!("{open}{}{close}", placeholder(n)));
-                    } else {
-                        text.push_str(&placeholder(n));
-                    }
-                }
-                text.push(')');
-            }
-            text
-        };
-        let messages = (1..=MAX_ROWS)
-            .map(|rows| {
+    fn build(sql: &'static Sql) -> Self {
+        Self {
+            sql,
+            messages: std::array::from_fn(|_| OnceLock::new()),
+            parts: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    /// The message upsert for `rows` rows (empty outside 1 to [`MAX_ROWS`]).
+    pub(crate) fn messages(&self, rows: usize) -> &str {
+        self.messages.get(rows.wrapping_sub(1)).map_or("", |slot| {
+            slot.get_or_init(|| {
                 format!(
                     "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES {} \
                      ON CONFLICT (id) DO UPDATE SET session_id = CASE WHEN messages.session_id = \
                      excluded.session_id THEN excluded.session_id END, role = excluded.role, \
                      open = excluded.open, cost = excluded.cost, data = excluded.data",
-                    values(6, 5, rows)
+                    values(self.sql, 6, 5, rows)
                 )
             })
-            .collect();
-        let parts = (1..=MAX_ROWS)
-            .map(|rows| {
+        })
+    }
+
+    /// The part upsert for `rows` rows (empty outside 1 to [`MAX_ROWS`]).
+    pub(crate) fn parts(&self, rows: usize) -> &str {
+        self.parts.get(rows.wrapping_sub(1)).map_or("", |slot| {
+            slot.get_or_init(|| {
                 format!(
                     "INSERT INTO parts (id, session_id, message_id, type, open, cost, data) VALUES {} \
                      ON CONFLICT (id) DO UPDATE SET message_id = CASE WHEN parts.message_id = \
                      excluded.message_id THEN excluded.message_id END, type = excluded.type, \
                      open = excluded.open, cost = excluded.cost, data = excluded.data",
-                    values(7, 6, rows)
+                    values(self.sql, 7, 6, rows)
                 )
             })
-            .collect();
-        Self { messages, parts }
+        })
     }
+}
 
-    /// The message upsert for `rows` rows (empty outside 1 to [`MAX_ROWS`]).
-    pub(crate) fn messages(&self, rows: usize) -> &str {
-        self.messages.get(rows.wrapping_sub(1)).map_or("", String::as_str)
+/// `rows` value tuples of `columns` placeholders each, the `money` column (1-based) wrapped
+/// in the dialect's decimal cast.
+fn values(sql: &Sql, columns: usize, money: usize, rows: usize) -> String {
+    use std::fmt::Write as _;
+    let (open, close) = sql.money_in;
+    let mut text = String::with_capacity(rows * columns * 6);
+    for row in 0..rows {
+        text.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 1..=columns {
+            if column > 1 {
+                text.push_str(", ");
+            }
+            let n = row * columns + column;
+            if column == money {
+                text.push_str(open);
+            }
+            if sql.positional {
+                text.push('?');
+            } else {
+                let _ = write!(text, "${n}");
+            }
+            if column == money {
+                text.push_str(close);
+            }
+        }
+        text.push(')');
     }
-
-    /// The part upsert for `rows` rows (empty outside 1 to [`MAX_ROWS`]).
-    pub(crate) fn parts(&self, rows: usize) -> &str {
-        self.parts.get(rows.wrapping_sub(1)).map_or("", String::as_str)
-    }
+    text
 }
 
 /// The SQLite statements.

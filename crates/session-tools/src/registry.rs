@@ -72,9 +72,11 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// Adds one of this crate's own tools, whose schema compiles on the tool's first call: the
-    /// unit tests check every built-in schema against the meta-schema instead of each start.
-    pub(crate) fn register_builtin(&mut self, tool: Arc<dyn Tool>) {
+    /// Adds a tool of the embedding program's own, whose schema compiles on its first call
+    /// without the meta-schema pass: for schemas fixed in code that the program's tests check
+    /// with `jsonschema::meta::validate` (this crate's built-in tools do), never for schemas
+    /// from outside (MCP servers, configuration), which go through [`register`](Self::register).
+    pub fn register_builtin(&mut self, tool: Arc<dyn Tool>) {
         let schema = tool.parameters();
         self.insert(Entry { tool, schema, validator: OnceLock::new() });
     }

@@ -205,7 +205,8 @@ pub async fn assemble(
     let agents = configured_agents(&config, home.as_deref())?;
     let mut registry = builtin_registry()?;
     let task = Arc::new(TaskTool::new(&agents));
-    registry.register(task.clone())?;
+    // Its schema is fixed in code and tested against the meta-schema (engine/task.rs).
+    registry.register_builtin(task.clone());
     // MCP servers start when the first model request needs tools, not here.
     // Local servers whose config says `sandbox: true` run under the same sandbox.
     let (sandbox, at) = sandbox_of(&config, setup);

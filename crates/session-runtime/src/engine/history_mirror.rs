@@ -5,7 +5,7 @@
 //! another process with an older id, a deleted one) reads the whole history again. The store
 //! stays the log, and the source after a restart.
 
-use session_core::{MessageId, MessageWithParts, SessionId};
+use session_core::{Message, MessageId, MessageWithParts, SessionId};
 use session_store::{EntityKind, HistoryTail, SessionHistory, Store, StoreError};
 
 /// The session's messages as the run last read them.
@@ -42,6 +42,14 @@ impl HistoryMirror {
         &self.messages
     }
 
+    /// Puts `info` in place of the held message with its id (a write the holder made itself,
+    /// to a message older than the newest, which the next tail would not bring).
+    pub(super) fn update_info(&mut self, info: Message) {
+        if let Ok(index) = self.messages.binary_search_by(|held| held.info.id().cmp(info.id())) {
+            self.messages[index].info = info;
+        }
+    }
+
     fn replace(&mut self, history: SessionHistory) {
         self.unreadable = unreadable_messages(&history);
         self.messages = history.messages;
@@ -66,7 +74,7 @@ fn unreadable_messages(history: &SessionHistory) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use session_core::{Message, UserMessage};
+    use session_core::UserMessage;
 
     use super::*;
 
@@ -102,6 +110,30 @@ mod tests {
         });
         assert!(mirror.merge(&MessageId::new_unchecked("msg_b"), tail(&["msg_b", "msg_c", "msg_d"], 4)));
         assert_eq!(ids(&mirror), ["msg_a", "msg_b", "msg_c", "msg_d"]);
+    }
+
+    #[test]
+    fn an_update_replaces_the_held_message_with_that_id_and_nothing_else() {
+        let mut mirror = HistoryMirror::default();
+        mirror.replace(SessionHistory {
+            messages: vec![message("msg_a"), message("msg_b")],
+            ..Default::default()
+        });
+        let Message::User(mut user) = message("msg_a").info else { unreachable!("a user message") };
+        user.agent = "plan".into();
+        mirror.update_info(Message::User(user));
+        // An id the mirror does not hold changes nothing.
+        mirror.update_info(message("msg_z").info);
+        let agents: Vec<_> = mirror
+            .messages()
+            .iter()
+            .map(|m| match &m.info {
+                Message::User(user) => user.agent.clone(),
+                Message::Assistant(_) => String::new(),
+            })
+            .collect();
+        assert_eq!(agents, ["plan", "build"]);
+        assert_eq!(ids(&mirror), ["msg_a", "msg_b"]);
     }
 
     #[test]

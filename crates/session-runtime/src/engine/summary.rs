@@ -9,8 +9,11 @@
 //!
 //! The loop never waits for a diff; the run waits for the last one before it ends, so every
 //! summary write happens while the run holds the session (a revert, refused while busy, can
-//! never race a write that would bring a removed message back). Workers read the store when
-//! they start, so a later computation always sees at least what an earlier one saw.
+//! never race a write that would bring a removed message back). Each pass brings the session's
+//! history mirror up to the store when it starts (issue 25: the newest messages only, not the
+//! whole history at every step), so a later computation always sees at least what an earlier
+//! one saw. The workers are the only writers of a user message's `summary`, and they put what
+//! they write into the mirror, so its older messages stay current.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -23,6 +26,7 @@ use session_store::{SessionPatch, SessionSummary, Store};
 use tokio::task::JoinHandle;
 
 use super::bus::{Bus, BusEvent};
+use super::history_mirror::HistoryMirror;
 use super::runs::lock;
 use super::runtime::Runtime;
 use super::snapshot::Snapshotter;
@@ -39,6 +43,8 @@ struct Pending {
     /// User messages whose turn changed since their diff was last computed.
     turns: BTreeSet<MessageId>,
     worker: Option<JoinHandle<()>>,
+    /// The session's history as the last pass read it, shared by the run's successive workers.
+    history: Arc<tokio::sync::Mutex<HistoryMirror>>,
 }
 
 /// What a worker computes with.
@@ -80,6 +86,7 @@ impl Runtime {
             let worker = self.summary_writer();
             let sessions = self.summaries.sessions.clone();
             let session_id = session_id.clone();
+            let history = pending.history.clone();
             pending.worker = Some(tokio::spawn(async move {
                 loop {
                     let turns = match lock(&sessions).get_mut(&session_id) {
@@ -89,7 +96,7 @@ impl Runtime {
                     if turns.is_empty() {
                         return;
                     }
-                    worker.summarize(&session_id, &turns).await;
+                    worker.summarize(&session_id, &turns, &history).await;
                 }
             }));
         }
@@ -107,7 +114,7 @@ impl Runtime {
             tracing::warn!(%error, "summary diffs: the worker panicked");
         }
         if !pending.turns.is_empty() {
-            self.summary_writer().summarize(session_id, &pending.turns).await;
+            self.summary_writer().summarize(session_id, &pending.turns, &pending.history).await;
         }
     }
 
@@ -118,8 +125,13 @@ impl Runtime {
 
 impl Writer {
     /// Recomputes the diffs of `turns` and of the whole session; failures are logged.
-    async fn summarize(&self, session_id: &SessionId, turns: &BTreeSet<MessageId>) {
-        if let Err(error) = self.try_summarize(session_id, turns).await {
+    async fn summarize(
+        &self,
+        session_id: &SessionId,
+        turns: &BTreeSet<MessageId>,
+        history: &tokio::sync::Mutex<HistoryMirror>,
+    ) {
+        if let Err(error) = self.try_summarize(session_id, turns, &mut *history.lock().await).await {
             tracing::warn!(%session_id, %error, "summary diffs: not stored");
         }
     }
@@ -128,10 +140,13 @@ impl Writer {
         &self,
         session_id: &SessionId,
         turns: &BTreeSet<MessageId>,
+        mirror: &mut HistoryMirror,
     ) -> Result<(), session_store::StoreError> {
-        let history = self.store.load_history(session_id).await?.messages;
+        mirror.refresh(&*self.store, session_id).await?;
+        let history = mirror.messages();
+        let mut written = Vec::new();
         for user_id in turns {
-            let messages = turn(&history, user_id);
+            let messages = turn(history, user_id);
             let Some((from, to)) = snapshot_span(messages.iter().copied()) else { continue };
             let Some(diffs) = self.snapshots.diff_trees(from, to).await else { continue };
             let diffs = stored_diffs(diffs);
@@ -143,10 +158,15 @@ impl Writer {
             user.summary = Some(UserSummary { diffs, ..user.summary.unwrap_or_default() });
             let message = Message::User(user);
             self.store.upsert_message(&message).await?;
-            self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message) });
+            self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message.clone()) });
+            written.push(message);
         }
-        let Some((from, to)) = snapshot_span(&history) else { return Ok(()) };
-        let Some(diffs) = self.snapshots.diff_trees(from, to).await else { return Ok(()) };
+        let span = snapshot_span(history).map(|(from, to)| (from.to_owned(), to.to_owned()));
+        for message in written {
+            mirror.update_info(message);
+        }
+        let Some((from, to)) = span else { return Ok(()) };
+        let Some(diffs) = self.snapshots.diff_trees(&from, &to).await else { return Ok(()) };
         let (additions, deletions, files) = diff_totals(&diffs);
         let summary = SessionSummary { additions, deletions, files, diffs: None };
         let session = self.store.get_session(session_id).await?;

@@ -290,3 +290,20 @@ impl Runtime {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use session_tools::Tool;
+
+    use super::*;
+
+    #[test]
+    fn the_task_schema_fits_the_meta_schema_and_compiles() {
+        // The registry takes it as a built-in (no meta-schema pass at start): this checks it.
+        let schema = TaskTool::new(&BTreeMap::new()).parameters();
+        if let Err(error) = jsonschema::meta::validate(&schema) {
+            panic!("the task tool's schema breaks the meta-schema: {error}");
+        }
+        assert!(jsonschema::validator_for(&schema).is_ok());
+    }
+}
