@@ -128,9 +128,21 @@ pub fn build_request(api: Api, request: &LlmRequest) -> Result<BuiltRequest, Llm
 
 /// The full HTTP request for `request`: URL, format headers, authentication, extra headers.
 pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<HttpRequest, LlmError> {
-    let built = build_request(config.api, request)?;
+    let cannot =
+        |err: serde_json::Error| LlmError::InvalidRequest(format!("cannot serialise the request: {err}"));
+    let (path, format_headers, body) = match config.api {
+        // Serialised from the borrowed body, without a `Value` tree in between (issue 25).
+        Api::OpenAiChat => {
+            let body = serde_json::to_vec(&openai_chat::body(request)?).map_err(cannot)?;
+            (openai_chat::PATH.to_owned(), openai_chat::headers(), body)
+        }
+        api => {
+            let built = build_request(api, request)?;
+            (built.path, built.headers, serde_json::to_vec(&built.body).map_err(cannot)?)
+        }
+    };
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    headers.extend(built.headers);
+    headers.extend(format_headers);
     if let Some(key) = &config.api_key {
         headers.push(match config.api {
             Api::OpenAiChat | Api::OpenAiResponses => ("authorization".to_owned(), format!("Bearer {key}")),
@@ -139,10 +151,8 @@ pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<H
         });
     }
     headers.extend(config.headers.iter().cloned());
-    let body = serde_json::to_vec(&built.body)
-        .map_err(|err| LlmError::InvalidRequest(format!("cannot serialise the request: {err}")))?;
     Ok(HttpRequest {
-        url: format!("{}{}", config.base_url.trim_end_matches('/'), built.path),
+        url: format!("{}{}", config.base_url.trim_end_matches('/'), path),
         headers,
         body: Bytes::from(body),
     })

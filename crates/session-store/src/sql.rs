@@ -54,11 +54,12 @@ pub(crate) struct Sql {
 }
 
 /// Builds a statement set from the fragments that differ: how a decimal text is written to
-/// and read from the money columns, and the row lock suffix of a read-for-update.
+/// and read from the money columns, the row lock suffix of a read-for-update, and that of a
+/// lock that skips rows others hold.
 macro_rules! statements {
     (begin: $begin:literal, read: $read:literal, positional: $positional:literal,
      money_in: ($mi_open:literal, $mi_close:literal),
-     money_out: $money_out:literal, lock: $lock:literal) => {
+     money_out: $money_out:literal, lock: $lock:literal, skip_locked: $skip_locked:literal) => {
         Sql {
             begin_write: $begin,
             begin_read: $read,
@@ -114,7 +115,16 @@ macro_rules! statements {
             set_lease: "UPDATE sessions SET lease_owner = $2, lease_expires = $3 WHERE id = $1",
             release_lease: "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL \
                             WHERE id = $1 AND lease_owner = $2",
-            renew_leases: "UPDATE sessions SET lease_expires = $2 WHERE lease_owner = $1",
+            // The heartbeat renews thousands of rows at once while writers hold some of them: on
+            // PostgreSQL it skips the rows a writer holds (renewed at the next beat, a third of
+            // the lease later) rather than wait, so it can never close a deadlock cycle with
+            // writers that lock the same rows in another order (10,000 sessions did, issue 25).
+            renew_leases: concat!(
+                "UPDATE sessions SET lease_expires = $2 WHERE id IN \
+                 (SELECT id FROM sessions WHERE lease_owner = $1",
+                $skip_locked,
+                ")"
+            ),
             expired_leases: "SELECT id FROM sessions WHERE lease_owner IS NOT NULL AND lease_expires < $1 \
                              ORDER BY id",
             held_leases: "SELECT id, lease_owner FROM sessions WHERE lease_owner IS NOT NULL \
@@ -139,7 +149,8 @@ static SQLITE: Sql = statements!(
     positional: true,
     money_in: ("", ""),
     money_out: "cost",
-    lock: ""
+    lock: "",
+    skip_locked: ""
 );
 
 static POSTGRES: Sql = statements!(
@@ -148,7 +159,8 @@ static POSTGRES: Sql = statements!(
     positional: false,
     money_in: ("CAST(", " AS NUMERIC)"),
     money_out: "CAST(cost AS TEXT)",
-    lock: " FOR UPDATE"
+    lock: " FOR UPDATE",
+    skip_locked: " FOR UPDATE SKIP LOCKED"
 );
 
 /// Most rows in one statement.

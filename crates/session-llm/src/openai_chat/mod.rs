@@ -5,4 +5,5 @@ mod request;
 mod stream;
 
 pub use request::build_request;
+pub(crate) use request::{PATH, body, headers};
 pub use stream::ChatParser;

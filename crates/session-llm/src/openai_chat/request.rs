@@ -1,6 +1,13 @@
 //! The Chat Completions request builder (`POST /chat/completions`).
+//!
+//! The body is a tree of borrowed, typed values serialised straight into the request's bytes
+//! (issue 25): no `serde_json::Value` is built, copied and dropped for the history at every
+//! step. Field order is the order of the structs, which the request snapshots pin.
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
 use session_core::{history::AssistantContent, history::ModelMessage, history::UserContent};
 
 use crate::error::LlmError;
@@ -8,94 +15,203 @@ use crate::request::{BuiltRequest, LlmRequest, data_url, output_text, unsupporte
 
 /// Builds the streaming Chat Completions request for `request`.
 pub fn build_request(request: &LlmRequest) -> Result<BuiltRequest, LlmError> {
-    let mut messages: Vec<Value> = request
+    let body = serde_json::to_value(body(request)?)
+        .map_err(|err| LlmError::InvalidRequest(format!("cannot serialise the request: {err}")))?;
+    Ok(BuiltRequest { path: PATH.into(), headers: headers(), body })
+}
+
+/// The request path under the base URL.
+pub(crate) const PATH: &str = "/chat/completions";
+
+/// The headers the format needs.
+pub(crate) fn headers() -> Vec<(String, String)> {
+    vec![("accept".into(), "text/event-stream".into())]
+}
+
+/// The body of the streaming request, borrowing from `request`.
+pub(crate) fn body(request: &LlmRequest) -> Result<Body<'_>, LlmError> {
+    let mut messages: Vec<ChatMessage<'_>> = request
         .system
         .iter()
         .filter(|text| !text.is_empty())
-        .map(|text| json!({"role": "system", "content": text}))
+        .map(|text| ChatMessage::System { content: text })
         .collect();
     for message in &request.messages {
         match message {
-            ModelMessage::User { content } => messages.push(user_message(content)?),
-            ModelMessage::Assistant { content } => {
-                if let Some(message) = assistant_message(content) {
-                    messages.push(message);
-                }
+            ModelMessage::User { content } => {
+                messages.push(ChatMessage::User { content: user_content(content)? })
             }
-            ModelMessage::Tool { content } => {
-                for result in content {
-                    messages.push(json!({
-                        "role": "tool",
-                        "tool_call_id": result.tool_call_id,
-                        "content": output_text(&result.output),
-                    }));
-                }
-            }
-        }
-    }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.input_schema,
-                    }
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = request.options.tool_choice {
-            body.insert("tool_choice".into(), json!(choice.openai()));
+            ModelMessage::Assistant { content } => messages.extend(assistant_message(content)),
+            ModelMessage::Tool { content } => messages.extend(content.iter().map(|result| {
+                ChatMessage::Tool { tool_call_id: &result.tool_call_id, content: output_text(&result.output) }
+            })),
         }
     }
     let options = &request.options;
-    if let Some(max) = request.max_output_tokens {
-        // Reasoning models refuse `max_tokens`; older compatible servers know only it.
-        let field = if options.reasoning_effort.is_some() { "max_completion_tokens" } else { "max_tokens" };
-        body.insert(field.into(), json!(max));
-    }
-    if let Some(effort) = &options.reasoning_effort {
-        body.insert("reasoning_effort".into(), json!(effort));
-    }
-    if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(top_p) = options.top_p {
-        body.insert("top_p".into(), json!(top_p));
-    }
-    body.insert("stream".into(), json!(true));
-    // Without this OpenAI sends no usage at all in a stream.
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    Ok(BuiltRequest {
-        path: "/chat/completions".into(),
-        headers: vec![("accept".into(), "text/event-stream".into())],
-        body: Value::Object(body),
+    let tools: Vec<ChatTool<'_>> = request
+        .tools
+        .iter()
+        .map(|tool| ChatTool {
+            kind: "function",
+            function: ChatFunction {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.input_schema,
+            },
+        })
+        .collect();
+    let tool_choice = if tools.is_empty() { None } else { options.tool_choice.map(|choice| choice.openai()) };
+    // Reasoning models refuse `max_tokens`; older compatible servers know only it.
+    let (max_tokens, max_completion_tokens) = match request.max_output_tokens {
+        Some(max) if options.reasoning_effort.is_some() => (None, Some(max)),
+        max => (max, None),
+    };
+    Ok(Body {
+        model: &request.model,
+        messages,
+        tools,
+        tool_choice,
+        max_tokens,
+        max_completion_tokens,
+        reasoning_effort: options.reasoning_effort.as_deref(),
+        temperature: options.temperature,
+        top_p: options.top_p,
+        stream: true,
+        // Without this OpenAI sends no usage at all in a stream.
+        stream_options: StreamOptions { include_usage: true },
     })
 }
 
-fn user_message(content: &[UserContent]) -> Result<Value, LlmError> {
+/// A Chat Completions request body.
+#[derive(Serialize)]
+pub(crate) struct Body<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ChatTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    stream: bool,
+    stream_options: StreamOptions,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct ChatTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: ChatFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct ChatFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// One message of the conversation, tagged by its role.
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum ChatMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserBody<'a>,
+    },
+    Assistant {
+        /// `null` when the turn is only tool calls.
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ChatToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: String,
+    },
+}
+
+/// A user turn: a plain string when it is one text, else a list of typed parts.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserBody<'a> {
+    Text(&'a str),
+    Parts(Vec<UserPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum UserPart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+    File { file: FileData<'a> },
+    InputAudio { input_audio: InputAudio<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: &'a str,
+}
+
+#[derive(Serialize)]
+struct FileData<'a> {
+    filename: Cow<'a, str>,
+    file_data: &'a str,
+}
+
+#[derive(Serialize)]
+struct InputAudio<'a> {
+    data: &'a str,
+    format: &'static str,
+}
+
+#[derive(Serialize)]
+struct ChatToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: ChatCall<'a>,
+}
+
+#[derive(Serialize)]
+struct ChatCall<'a> {
+    name: &'a str,
+    /// The input as a JSON string, as the format wants it.
+    arguments: String,
+}
+
+fn user_content(content: &[UserContent]) -> Result<UserBody<'_>, LlmError> {
     if let [UserContent::Text { text }] = content {
-        return Ok(json!({"role": "user", "content": text}));
+        return Ok(UserBody::Text(text));
     }
-    let mut parts = Vec::new();
+    let mut parts = Vec::with_capacity(content.len());
     for item in content {
         parts.push(match item {
-            UserContent::Text { text } => json!({"type": "text", "text": text}),
+            UserContent::Text { text } => UserPart::Text { text },
             UserContent::File(file) if file.media_type.starts_with("image/") => {
-                json!({"type": "image_url", "image_url": {"url": file.data}})
+                UserPart::ImageUrl { image_url: ImageUrl { url: &file.data } }
             }
-            UserContent::File(file) if file.media_type == "application/pdf" => {
-                let name = file.filename.clone().unwrap_or_else(|| "document.pdf".into());
-                json!({"type": "file", "file": {"filename": name, "file_data": file.data}})
-            }
+            UserContent::File(file) if file.media_type == "application/pdf" => UserPart::File {
+                file: FileData {
+                    filename: file.filename.as_deref().map_or(Cow::Borrowed("document.pdf"), Cow::Borrowed),
+                    file_data: &file.data,
+                },
+            },
             UserContent::File(file) => {
                 let format = match file.media_type.as_str() {
                     "audio/wav" | "audio/x-wav" => "wav",
@@ -105,15 +221,15 @@ fn user_message(content: &[UserContent]) -> Result<Value, LlmError> {
                 let Some(data) = data_url(&file.data) else {
                     return Err(unsupported_file("OpenAI Chat Completions (audio by URL)", &file.media_type));
                 };
-                json!({"type": "input_audio", "input_audio": {"data": data.base64, "format": format}})
+                UserPart::InputAudio { input_audio: InputAudio { data: data.base64, format } }
             }
         });
     }
-    Ok(json!({"role": "user", "content": parts}))
+    Ok(UserBody::Parts(parts))
 }
 
 /// The assistant turn; reasoning is not sent back (the format has no field for it).
-fn assistant_message(content: &[AssistantContent]) -> Option<Value> {
+fn assistant_message(content: &[AssistantContent]) -> Option<ChatMessage<'_>> {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     for item in content {
@@ -121,24 +237,21 @@ fn assistant_message(content: &[AssistantContent]) -> Option<Value> {
             AssistantContent::Text { text: part, .. } => text.push_str(part),
             AssistantContent::Reasoning { .. } => {}
             AssistantContent::ToolCall(call) if call.provider_executed => {}
-            AssistantContent::ToolCall(call) => tool_calls.push(json!({
-                "id": call.tool_call_id,
-                "type": "function",
-                "function": {
-                    "name": call.tool_name,
-                    "arguments": Value::Object(call.input.clone()).to_string(),
-                },
-            })),
+            AssistantContent::ToolCall(call) => tool_calls.push(ChatToolCall {
+                id: &call.tool_call_id,
+                kind: "function",
+                function: ChatCall { name: &call.tool_name, arguments: arguments(&call.input) },
+            }),
         }
     }
     if text.is_empty() && tool_calls.is_empty() {
         return None;
     }
-    let mut message = Map::new();
-    message.insert("role".into(), json!("assistant"));
-    message.insert("content".into(), if text.is_empty() { Value::Null } else { json!(text) });
-    if !tool_calls.is_empty() {
-        message.insert("tool_calls".into(), Value::Array(tool_calls));
-    }
-    Some(Value::Object(message))
+    Some(ChatMessage::Assistant { content: (!text.is_empty()).then_some(text), tool_calls })
+}
+
+/// A call's input as compact JSON text.
+fn arguments(input: &Map<String, Value>) -> String {
+    // A map of JSON values always serialises; the fallback is never taken.
+    serde_json::to_string(input).unwrap_or_else(|_| "{}".to_owned())
 }

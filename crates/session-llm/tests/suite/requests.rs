@@ -190,3 +190,25 @@ fn tool_choice_in_each_format() {
     bare.tools.clear();
     assert_eq!(build_request(Api::Anthropic, &bare).unwrap().body.get("tool_choice"), None);
 }
+
+#[test]
+fn every_formats_http_body_is_its_built_body_byte_for_byte() {
+    // Chat Completions serialises its borrowed body straight to bytes; the others go through
+    // `build_request`'s tree. Either way the bytes sent are the snapshot-pinned body.
+    let options = RequestOptions {
+        temperature: Some(0.2),
+        top_p: Some(0.9),
+        reasoning_effort: Some("high".into()),
+        tool_choice: Some(ToolChoice::Required),
+        ..RequestOptions::default()
+    };
+    for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic, Api::Gemini] {
+        for request in [request("m", RequestOptions::default()), request("m", options.clone())] {
+            let config = ProviderEndpoint::new("p", api, None);
+            let http = http_request(&config, &request).unwrap();
+            let built = build_request(api, &request).unwrap();
+            assert_eq!(http.body.as_ref(), serde_json::to_vec(&built.body).unwrap().as_slice(), "{api}");
+            assert!(http.url.ends_with(&built.path), "{api}");
+        }
+    }
+}

@@ -171,3 +171,53 @@ on_both_backends!(
     recovery_closes_what_a_dead_run_left_open,
     taking_over_a_dead_run_recovers_it,
 );
+
+/// PostgreSQL only: SQLite has one writer at a time, so no row lock can be held beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_heartbeat_skips_a_row_a_writer_holds_and_renews_it_at_the_next_beat() {
+    use sqlx::Connection as _;
+    let db = TestDb::new(super::support::Kind::Postgres, "heartbeat_skips_locked").await;
+    let ttl = Duration::from_millis(600);
+    let holder = db
+        .open_with(StoreOptions { lease_ttl: ttl, owner: Some("holder".into()), ..StoreOptions::default() })
+        .await;
+    let locked = new_session(holder.as_ref()).await;
+    let free = new_session(holder.as_ref()).await;
+    holder.acquire_lease(&locked.id).await.unwrap();
+    holder.acquire_lease(&free.id).await.unwrap();
+
+    // Another transaction holds the row of `locked`, as a writer's would.
+    let options: sqlx::postgres::PgConnectOptions = super::support::pg_url().parse().unwrap();
+    let options = options.options([("search_path", db.schema())]);
+    let mut writer = sqlx::PgConnection::connect_with(&options).await.unwrap();
+    // `Store::lease` reads for update, which would wait on the held row: read it plainly.
+    let mut reader = sqlx::PgConnection::connect_with(&options).await.unwrap();
+    let mut expiry = async |id: &SessionId| -> i64 {
+        sqlx::query_scalar("SELECT lease_expires FROM sessions WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_one(&mut reader)
+            .await
+            .unwrap()
+    };
+    let mut transaction = writer.begin().await.unwrap();
+    sqlx::query("SELECT id FROM sessions WHERE id = $1 FOR UPDATE")
+        .bind(locked.id.as_str())
+        .execute(&mut *transaction)
+        .await
+        .unwrap();
+    let held = expiry(&locked.id).await;
+    let free_before = expiry(&free.id).await;
+    // Two beats (a third of the lease each) while the row is held.
+    tokio::time::sleep(ttl).await;
+    assert!(expiry(&free.id).await > free_before, "the free row is renewed");
+    assert_eq!(expiry(&locked.id).await, held, "the held row is skipped, not waited for");
+
+    transaction.commit().await.unwrap();
+    tokio::time::sleep(ttl / 2).await;
+    assert!(expiry(&locked.id).await > held, "renewed at the next beat once free");
+    drop(expiry);
+    holder.close().await.unwrap();
+    reader.close().await.unwrap();
+    writer.close().await.unwrap();
+    db.finish().await;
+}
