@@ -53,7 +53,7 @@ impl Processor {
         }
         match event {
             LlmEvent::ReasoningStart { id, provider_metadata } => {
-                if !self.reasoning.contains_key(&id) {
+                if self.reasoning_index(&id).is_none() {
                     let index = self.push_part(
                         PartKind::Reasoning(ReasoningPart {
                             text: String::new(),
@@ -62,13 +62,14 @@ impl Processor {
                         }),
                         now,
                     );
-                    self.reasoning.insert(id, index);
+                    // The newest part: the list stays in part order.
+                    self.reasoning.push((id, index));
                     self.upsert(index);
                 }
             }
             LlmEvent::ReasoningDelta { id, text, provider_metadata } => {
                 // An orphan delta (no start) is dropped silently, as OpenCode does.
-                if let Some(&index) = self.reasoning.get(&id) {
+                if let Some(index) = self.reasoning_index(&id) {
                     if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
                         part.text.push_str(&text);
                         if provider_metadata.is_some() {
@@ -79,7 +80,8 @@ impl Processor {
                 }
             }
             LlmEvent::ReasoningEnd { id, provider_metadata } => {
-                if let Some(index) = self.reasoning.remove(&id) {
+                if let Some(at) = self.reasoning.iter().position(|(open, _)| *open == id) {
+                    let (_, index) = self.reasoning.remove(at);
                     if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
                         if provider_metadata.is_some() {
                             part.metadata = provider_metadata;

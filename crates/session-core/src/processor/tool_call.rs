@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::protocol::{Effect, Input, ProcessorError, ToolSettlement};
 use super::repair::{INVALID_TOOL, RepairedCall, repair_tool_call};
-use super::state::{Phase, Processor, TrackedCall};
+use super::state::{Phase, Processor};
 use crate::event::{ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue};
 use crate::js_json::JsonObject;
 use crate::message::{
@@ -130,7 +130,8 @@ impl Processor {
             }),
             now,
         );
-        self.toolcalls.insert(id.to_owned(), TrackedCall { index });
+        // The newest part: the list stays in part order.
+        self.toolcalls.push(index);
         self.upsert(index);
         index
     }
@@ -171,7 +172,7 @@ impl Processor {
         let Some(index) = self.tracked_index(id) else { return };
         let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
         if tool.state.complete(output, now).is_ok() {
-            self.toolcalls.remove(id);
+            self.untrack(index);
             self.upsert(index);
         }
     }
@@ -189,7 +190,7 @@ impl Processor {
             if matches!(failure, Some(ToolFailure::PermissionRejected | ToolFailure::QuestionRejected)) {
                 self.blocked = self.should_break;
             }
-            self.toolcalls.remove(id);
+            self.untrack(index);
             self.upsert(index);
         }
     }
