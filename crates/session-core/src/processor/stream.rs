@@ -21,7 +21,7 @@ impl Processor {
             Phase::Grace => {
                 return match event {
                     LlmEvent::ToolResult { id, name, result, .. } => {
-                        self.complete_tool_call(&id, &name, result, now);
+                        self.complete_tool_call(&id, name, result, now);
                         self.maybe_end_grace(now);
                         Ok(())
                     }
@@ -39,7 +39,7 @@ impl Processor {
                 let waiting = self.waiting();
                 match event {
                     LlmEvent::ToolResult { id, name, result, .. } => {
-                        self.complete_tool_call(&id, &name, result, now);
+                        self.complete_tool_call(&id, name, result, now);
                     }
                     LlmEvent::ToolError { id, message, error, .. } => {
                         self.fail_tool_call(&id, message, error.as_ref(), now);
@@ -129,7 +129,7 @@ impl Processor {
             }
             LlmEvent::ToolInputStart { id, name, provider_executed } => {
                 self.refuse_in_summary(&name)?;
-                self.ensure_tool_call(&id, &name, provider_executed, now);
+                self.start_tool_input(id, name, provider_executed, now);
             }
             LlmEvent::ToolInputDelta { .. } => {}
             LlmEvent::ToolInputEnd { id, name } => {
@@ -139,7 +139,7 @@ impl Processor {
                 self.refuse_in_summary(&name)?;
                 self.tool_call(id, name, input, provider_executed, provider_metadata, now);
             }
-            LlmEvent::ToolResult { id, name, result, .. } => self.complete_tool_call(&id, &name, result, now),
+            LlmEvent::ToolResult { id, name, result, .. } => self.complete_tool_call(&id, name, result, now),
             LlmEvent::ToolError { id, message, error, .. } => {
                 self.fail_tool_call(&id, message, error.as_ref(), now);
             }
