@@ -74,6 +74,10 @@ pub trait Identifier: Sized {
     const ORDER: IdOrder;
     /// Wraps an already validated string.
     fn from_validated(value: String) -> Self;
+    /// Wraps an already validated string slice (the generator's path: one allocation).
+    fn from_validated_str(value: &str) -> Self {
+        Self::from_validated(value.to_owned())
+    }
     /// The id as a string slice.
     fn as_str(&self) -> &str;
 
@@ -98,6 +102,9 @@ macro_rules! define_id {
             const PREFIX: &'static str = $prefix;
             const ORDER: IdOrder = $order;
             fn from_validated(value: String) -> Self {
+                Self(value.into())
+            }
+            fn from_validated_str(value: &str) -> Self {
                 Self(value.into())
             }
             fn as_str(&self) -> &str {
@@ -157,6 +164,11 @@ const VALUE_BITS: u32 = 48;
 const VALUE_MASK: u64 = (1 << VALUE_BITS) - 1;
 const COUNTER_SPAN: u64 = 4096;
 const RANDOM_CHARS: usize = 14;
+/// Hex digits of the 48-bit value.
+const HEX_CHARS: usize = 12;
+/// Longest prefix an id kind has (`msg_`, `prt_`, ...), with room to spare.
+const MAX_PREFIX: usize = 8;
+const HEX: &[u8; 16] = b"0123456789abcdef";
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// Makes ids that sort by creation, even within one millisecond.
@@ -183,14 +195,27 @@ impl IdGenerator {
             IdOrder::Ascending => value,
             IdOrder::Descending => !value & VALUE_MASK,
         };
-        let mut id = String::with_capacity(T::PREFIX.len() + 12 + RANDOM_CHARS);
-        id.push_str(T::PREFIX);
-        id.push_str(&format!("{encoded:012x}"));
+        // Built on the stack and copied once into the shared text: an id is made for every
+        // part, and formatting through `format!` cost two allocations and a thousand
+        // instructions more.
+        const { assert!(T::PREFIX.len() <= MAX_PREFIX, "an id prefix longer than MAX_PREFIX") };
+        let mut id = [0u8; MAX_PREFIX + HEX_CHARS + RANDOM_CHARS];
+        let mut len = T::PREFIX.len();
+        id[..len].copy_from_slice(T::PREFIX.as_bytes());
+        for shift in (0..HEX_CHARS).rev() {
+            id[len] = HEX[((encoded >> (shift * 4)) & 0xf) as usize];
+            len += 1;
+        }
         for _ in 0..RANDOM_CHARS {
             let index = (entropy.next_u64() % BASE62.len() as u64) as usize;
-            id.push(char::from(BASE62[index]));
+            id[len] = BASE62[index];
+            len += 1;
         }
-        T::from_validated(id)
+        // Always UTF-8: a `str` prefix followed by ASCII digits.
+        match std::str::from_utf8(&id[..len]) {
+            Ok(text) => T::from_validated_str(text),
+            Err(_) => T::from_validated(String::from_utf8_lossy(&id[..len]).into_owned()),
+        }
     }
 }
 
@@ -233,6 +258,23 @@ mod tests {
         let a: MessageId = generator.next(5_000, &mut entropy);
         let b: MessageId = generator.next(4_000, &mut entropy);
         assert!(a.as_str() < b.as_str());
+    }
+
+    #[test]
+    fn an_id_is_its_prefix_twelve_hex_digits_and_fourteen_base62_characters() {
+        let mut generator = IdGenerator::new();
+        let ms = 1_700_000_000_123;
+        let part: PartId = generator.next(ms, &mut Counter(5));
+        let session: SessionId = generator.next(ms, &mut Counter(5));
+        let tail = |seed| {
+            let mut entropy = Counter(seed);
+            (0..RANDOM_CHARS)
+                .map(|_| char::from(BASE62[(entropy.next_u64() % 62) as usize]))
+                .collect::<String>()
+        };
+        let value = (ms * COUNTER_SPAN + 1) & VALUE_MASK;
+        assert_eq!(part.as_str(), format!("prt_{value:012x}{}", tail(5)));
+        assert_eq!(session.as_str(), format!("ses_{:012x}{}", !(value + 1) & VALUE_MASK, tail(5)));
     }
 
     #[test]

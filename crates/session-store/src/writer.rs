@@ -27,9 +27,21 @@ use crate::rows::{self, DecodedPart, RowWrite};
 
 /// Most commands committed in one transaction.
 const MAX_GROUP: usize = 512;
+/// Most times the writer yields to let a group fill before committing it.
+const MAX_YIELDS: usize = 8;
 /// A streaming part whose flush fails this often is dropped from the buffer (its own upsert
 /// at part end still writes it).
 const MAX_FLUSH_FAILURES: u32 = 3;
+
+/// Moves the commands already queued into `group`, up to [`MAX_GROUP`].
+fn drain(rx: &mut mpsc::Receiver<Command>, group: &mut Vec<Command>) {
+    while group.len() < MAX_GROUP {
+        match rx.try_recv() {
+            Ok(command) => group.push(command),
+            Err(_) => break,
+        }
+    }
+}
 
 /// How a written part changes the streaming buffer.
 #[derive(Debug, Clone)]
@@ -115,10 +127,20 @@ impl<DB: Backend> Writer<DB> {
             };
             let Some(first) = received else { break };
             let mut group = vec![first];
-            while group.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(command) => group.push(command),
-                    Err(_) => break,
+            drain(&mut rx, &mut group);
+            // Group commit needs the callers whose writes were just acknowledged to have sent
+            // their next ones: they are woken but may not have run yet, and committing the
+            // one command that woke the writer would leave the rest for as many more commits.
+            // Yield while that brings more (a lone caller costs one yield, microseconds).
+            for _ in 0..MAX_YIELDS {
+                if group.len() >= MAX_GROUP {
+                    break;
+                }
+                let before = group.len();
+                tokio::task::yield_now().await;
+                drain(&mut rx, &mut group);
+                if group.len() == before {
+                    break;
                 }
             }
             if let Some(ack) = self.process(group).await {

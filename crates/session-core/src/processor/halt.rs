@@ -70,9 +70,7 @@ impl Processor {
 
     /// The grace is over: calls still unsettled become aborted errors (SPEC 8 step 5e).
     pub(super) fn end_grace(&mut self, now: u64) {
-        let mut leftovers: Vec<usize> = self.toolcalls.drain().map(|(_, call)| call.index).collect();
-        leftovers.sort_unstable();
-        for index in leftovers {
+        for index in std::mem::take(&mut self.toolcalls) {
             if let PartKind::Tool(tool) = &mut self.parts[index].kind
                 && tool.state.abort(now).is_ok()
             {

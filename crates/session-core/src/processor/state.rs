@@ -1,19 +1,12 @@
 //! The processor's state and the plumbing every handler shares: dispatch of inputs by phase,
 //! the effect queue, and adding parts.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::protocol::{Effect, Input, ProcessorConfig, ProcessorError, SnapshotPurpose, Waiting, input_name};
 use crate::event::{FinishReason, ProviderMetadata, Usage};
 use crate::id::{Entropy, IdGenerator, PartId};
 use crate::message::{AssistantMessage, Part, PartKind};
-
-/// A tool call that is still pending or running.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct TrackedCall {
-    /// Index of the call's part in `parts` (parts are never removed or reordered).
-    pub(super) index: usize,
-}
 
 /// A step-finish event held until its closing snapshot is taken.
 #[derive(Debug)]
@@ -50,12 +43,16 @@ pub struct Processor {
     pub(super) message: AssistantMessage,
     /// The message's parts in id order; handlers refer to them by index.
     pub(super) parts: Vec<Part>,
-    /// Unsettled tool calls by provider call id.
-    pub(super) toolcalls: HashMap<String, TrackedCall>,
+    /// Unsettled tool calls: indices of their parts in `parts`, ascending (parts are never
+    /// removed or reordered). A list, not a map by call id: a step has a handful of open
+    /// calls, and the part already holds the id, so tracking a call allocates nothing.
+    pub(super) toolcalls: Vec<usize>,
     /// The open text part, if any.
     pub(super) current_text: Option<usize>,
-    /// Open reasoning parts by the provider's reasoning id.
-    pub(super) reasoning: HashMap<String, usize>,
+    /// Open reasoning parts: the provider's reasoning id and the part's index, in part order.
+    /// A list, not a map: there are one or two at a time, and a delta then costs a string
+    /// comparison instead of hashing its id.
+    pub(super) reasoning: Vec<(String, usize)>,
     /// The snapshot held since the stream or the step started, consumed by the next patch.
     pub(super) snapshot: Option<String>,
     /// A permission or question rejection stopped a tool (SPEC 8 step 6).
@@ -92,9 +89,9 @@ impl Processor {
             config,
             message,
             parts: Vec::new(),
-            toolcalls: HashMap::new(),
+            toolcalls: Vec::new(),
             current_text: None,
-            reasoning: HashMap::new(),
+            reasoning: Vec::new(),
             snapshot: None,
             blocked: false,
             needs_compaction: false,
@@ -125,6 +122,8 @@ impl Processor {
     }
 
     /// The next effect to carry out, in order.
+    // Inline: the effect then moves from the queue straight into the caller's slot.
+    #[inline]
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.effects.pop_front()
     }
@@ -151,9 +150,11 @@ impl Processor {
 
     /// Call ids of tool calls still pending or running.
     pub fn open_calls(&self) -> Vec<String> {
-        let mut calls: Vec<(usize, &String)> = self.toolcalls.iter().map(|(id, c)| (c.index, id)).collect();
-        calls.sort();
-        calls.into_iter().map(|(_, id)| id.clone()).collect()
+        self.toolcalls
+            .iter()
+            .filter_map(|&index| self.parts[index].as_tool())
+            .map(|tool| tool.call_id.clone())
+            .collect()
     }
 
     /// A new attempt of the stream after a retry: forgets the open text and reasoning.
@@ -217,15 +218,31 @@ impl Processor {
         }
     }
 
+    /// The part index of the unsettled call `call_id`. Searched from the newest call: the
+    /// events of a call mostly follow its start.
     pub(super) fn tracked_index(&self, call_id: &str) -> Option<usize> {
-        self.toolcalls.get(call_id).map(|call| call.index)
+        self.toolcalls
+            .iter()
+            .rev()
+            .copied()
+            .find(|&index| self.parts[index].as_tool().is_some_and(|tool| tool.call_id == call_id))
+    }
+
+    /// The part index of the open reasoning `id`.
+    pub(super) fn reasoning_index(&self, id: &str) -> Option<usize> {
+        self.reasoning.iter().find(|(open, _)| open == id).map(|&(_, index)| index)
+    }
+
+    /// Stops tracking the call whose part is at `index`.
+    pub(super) fn untrack(&mut self, index: usize) {
+        if let Some(at) = self.toolcalls.iter().rposition(|&tracked| tracked == index) {
+            self.toolcalls.remove(at);
+        }
     }
 
     /// Ends every open reasoning part at `now`, in part order (SPEC 4 step 2, SPEC 8 step 5c).
     pub(super) fn end_open_reasoning(&mut self, now: u64) {
-        let mut open: Vec<usize> = self.reasoning.drain().map(|(_, index)| index).collect();
-        open.sort_unstable();
-        for index in open {
+        for (_, index) in std::mem::take(&mut self.reasoning) {
             if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
                 part.time.end = Some(now);
             }

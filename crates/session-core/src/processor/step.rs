@@ -94,8 +94,8 @@ impl Processor {
 
     /// True while a call the driver runs (not one the provider executes) is running.
     fn runs_local_tools(&self) -> bool {
-        self.toolcalls.values().any(|call| {
-            matches!(&self.parts[call.index].kind, PartKind::Tool(tool)
+        self.toolcalls.iter().any(|&index| {
+            matches!(&self.parts[index].kind, PartKind::Tool(tool)
                 if !tool.provider_executed() && tool.state.status() == ToolStatus::Running)
         })
     }

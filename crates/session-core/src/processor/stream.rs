@@ -21,7 +21,7 @@ impl Processor {
             Phase::Grace => {
                 return match event {
                     LlmEvent::ToolResult { id, name, result, .. } => {
-                        self.complete_tool_call(&id, &name, result, now);
+                        self.complete_tool_call(&id, name, result, now);
                         self.maybe_end_grace(now);
                         Ok(())
                     }
@@ -39,7 +39,7 @@ impl Processor {
                 let waiting = self.waiting();
                 match event {
                     LlmEvent::ToolResult { id, name, result, .. } => {
-                        self.complete_tool_call(&id, &name, result, now);
+                        self.complete_tool_call(&id, name, result, now);
                     }
                     LlmEvent::ToolError { id, message, error, .. } => {
                         self.fail_tool_call(&id, message, error.as_ref(), now);
@@ -53,7 +53,7 @@ impl Processor {
         }
         match event {
             LlmEvent::ReasoningStart { id, provider_metadata } => {
-                if !self.reasoning.contains_key(&id) {
+                if self.reasoning_index(&id).is_none() {
                     let index = self.push_part(
                         PartKind::Reasoning(ReasoningPart {
                             text: String::new(),
@@ -62,13 +62,14 @@ impl Processor {
                         }),
                         now,
                     );
-                    self.reasoning.insert(id, index);
+                    // The newest part: the list stays in part order.
+                    self.reasoning.push((id, index));
                     self.upsert(index);
                 }
             }
             LlmEvent::ReasoningDelta { id, text, provider_metadata } => {
                 // An orphan delta (no start) is dropped silently, as OpenCode does.
-                if let Some(&index) = self.reasoning.get(&id) {
+                if let Some(index) = self.reasoning_index(&id) {
                     if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
                         part.text.push_str(&text);
                         if provider_metadata.is_some() {
@@ -79,7 +80,8 @@ impl Processor {
                 }
             }
             LlmEvent::ReasoningEnd { id, provider_metadata } => {
-                if let Some(index) = self.reasoning.remove(&id) {
+                if let Some(at) = self.reasoning.iter().position(|(open, _)| *open == id) {
+                    let (_, index) = self.reasoning.remove(at);
                     if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
                         if provider_metadata.is_some() {
                             part.metadata = provider_metadata;
@@ -127,7 +129,7 @@ impl Processor {
             }
             LlmEvent::ToolInputStart { id, name, provider_executed } => {
                 self.refuse_in_summary(&name)?;
-                self.ensure_tool_call(&id, &name, provider_executed, now);
+                self.start_tool_input(id, name, provider_executed, now);
             }
             LlmEvent::ToolInputDelta { .. } => {}
             LlmEvent::ToolInputEnd { id, name } => {
@@ -137,7 +139,7 @@ impl Processor {
                 self.refuse_in_summary(&name)?;
                 self.tool_call(id, name, input, provider_executed, provider_metadata, now);
             }
-            LlmEvent::ToolResult { id, name, result, .. } => self.complete_tool_call(&id, &name, result, now),
+            LlmEvent::ToolResult { id, name, result, .. } => self.complete_tool_call(&id, name, result, now),
             LlmEvent::ToolError { id, message, error, .. } => {
                 self.fail_tool_call(&id, message, error.as_ref(), now);
             }

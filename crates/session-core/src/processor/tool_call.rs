@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::protocol::{Effect, Input, ProcessorError, ToolSettlement};
 use super::repair::{INVALID_TOOL, RepairedCall, repair_tool_call};
-use super::state::{Phase, Processor, TrackedCall};
+use super::state::{Phase, Processor};
 use crate::event::{ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue};
 use crate::js_json::JsonObject;
 use crate::message::{
@@ -121,22 +121,39 @@ impl Processor {
             }
             return index;
         }
+        self.new_tool_call(id.to_owned(), name.to_owned(), provider_executed, now)
+    }
+
+    /// A tool-input-start: the part of the call, made from the event's own strings when the
+    /// call is new (no copies of id and name).
+    pub(super) fn start_tool_input(&mut self, id: String, name: String, provider_executed: bool, now: u64) {
+        if self.tracked_index(&id).is_some() {
+            self.ensure_tool_call(&id, &name, provider_executed, now);
+        } else {
+            self.new_tool_call(id, name, provider_executed, now);
+        }
+    }
+
+    /// A pending part for a call not tracked yet; returns its index.
+    fn new_tool_call(&mut self, id: String, name: String, provider_executed: bool, now: u64) -> usize {
         let index = self.push_part(
             PartKind::Tool(ToolPart {
-                call_id: id.to_owned(),
-                tool: name.to_owned(),
+                call_id: id,
+                tool: name,
                 state: ToolState::pending(),
                 metadata: provider_executed.then(|| with_provider_executed(None)),
             }),
             now,
         );
-        self.toolcalls.insert(id.to_owned(), TrackedCall { index });
+        // The newest part: the list stays in part order.
+        self.toolcalls.push(index);
         self.upsert(index);
         index
     }
 
-    pub(super) fn complete_tool_call(&mut self, id: &str, name: &str, result: ToolResultValue, now: u64) {
-        self.record_output(id, derive_output(name, result), now);
+    /// A tool-result event; `name` is the event's own (the default title, moved, not copied).
+    pub(super) fn complete_tool_call(&mut self, id: &str, name: String, result: ToolResultValue, now: u64) {
+        self.record_output(id, derive(move || name, result), now);
     }
 
     /// A tool the driver ran settled: recorded in the phases where a tool-result or tool-error
@@ -171,7 +188,7 @@ impl Processor {
         let Some(index) = self.tracked_index(id) else { return };
         let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
         if tool.state.complete(output, now).is_ok() {
-            self.toolcalls.remove(id);
+            self.untrack(index);
             self.upsert(index);
         }
     }
@@ -189,7 +206,7 @@ impl Processor {
             if matches!(failure, Some(ToolFailure::PermissionRejected | ToolFailure::QuestionRejected)) {
                 self.blocked = self.should_break;
             }
-            self.toolcalls.remove(id);
+            self.untrack(index);
             self.upsert(index);
         }
     }
@@ -197,12 +214,18 @@ impl Processor {
 
 /// SPEC 1.2 "Tool-result output derivation".
 pub fn derive_output(tool_name: &str, result: ToolResultValue) -> ToolOutput {
+    derive(|| tool_name.to_owned(), result)
+}
+
+/// [`derive_output`], with the tool's name (the title when the result gives none) made only
+/// when needed.
+fn derive(tool_name: impl FnOnce() -> String, result: ToolResultValue) -> ToolOutput {
     if let Value::Object(value) = &result.value
         && let Some(Value::String(output)) = value.get("output")
     {
         let title = match value.get("title") {
             Some(Value::String(title)) => title.clone(),
-            _ => tool_name.to_owned(),
+            _ => tool_name(),
         };
         let metadata = match value.get("metadata") {
             Some(Value::Object(metadata)) => metadata.clone(),
@@ -230,5 +253,5 @@ pub fn derive_output(tool_name: &str, result: ToolResultValue) -> ToolOutput {
         Value::String(text) => text,
         other => crate::js_json::stringify(&other),
     };
-    ToolOutput { title: tool_name.to_owned(), output, metadata, attachments: None }
+    ToolOutput { title: tool_name(), output, metadata, attachments: None }
 }

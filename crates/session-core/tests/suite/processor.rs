@@ -751,6 +751,49 @@ fn a_typed_settlement_records_what_the_equivalent_event_records() {
     assert_eq!(status(&failed.parts()[failed.parts().len() - 1]), "error");
 }
 
+/// Open calls are tracked by the id their part holds: listed in part order, settled by id,
+/// and an id used again after its call settled starts a new part.
+#[test]
+fn open_calls_are_listed_in_part_order_and_an_id_can_be_used_again() {
+    let mut processor = with_open_call();
+    let start =
+        |id: &str| LlmEvent::ToolInputStart { id: id.into(), name: "read".into(), provider_executed: false };
+    let result = |id: &str| LlmEvent::ToolResult {
+        id: id.into(),
+        name: "read".into(),
+        result: ToolResultValue { kind: ToolResultKind::Text, value: json!("done") },
+        provider_executed: false,
+    };
+    for id in ["c2", "c3"] {
+        processor.handle(Input::Event(start(id)), 4).expect("input start");
+    }
+    assert_eq!(processor.open_calls(), vec!["c1", "c2", "c3"]);
+    let call = LlmEvent::ToolCall {
+        id: "c2".into(),
+        name: "read".into(),
+        input: json!({"path": "b"}),
+        provider_executed: false,
+        provider_metadata: None,
+    };
+    processor.handle(Input::Event(call), 5).expect("tool call");
+    processor.handle(Input::Event(result("c2")), 5).expect("result");
+    assert_eq!(processor.open_calls(), vec!["c1", "c3"]);
+    // The settled call's part stays as it is; its id starts a new pending part.
+    processor.handle(Input::Event(start("c2")), 6).expect("input start again");
+    assert_eq!(processor.open_calls(), vec!["c1", "c3", "c2"]);
+    let statuses: Vec<(String, String)> = processor
+        .parts()
+        .iter()
+        .filter_map(|part| part.as_tool().map(|tool| (tool.call_id.clone(), status(part))))
+        .collect();
+    let expected = [("c1", "running"), ("c2", "completed"), ("c3", "pending"), ("c2", "pending")];
+    assert_eq!(statuses, expected.map(|(id, status)| (id.to_owned(), status.to_owned())));
+    // A result for an unknown id changes nothing.
+    let before = processor.parts().to_vec();
+    processor.handle(Input::Event(result("c9")), 7).expect("unknown result");
+    assert_eq!(processor.parts(), before.as_slice());
+}
+
 // ---- properties -------------------------------------------------------------------------
 
 fn arb_id() -> impl Strategy<Value = String> {

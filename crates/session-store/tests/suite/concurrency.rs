@@ -12,7 +12,7 @@ use session_core::{Message, PartKind, PartTime, SessionId, TextPart, ToolState};
 use session_store::{NewSession, PartDelta, Store, StoreOptions, WriteBatch};
 use tokio::task::JoinSet;
 
-use super::support::{Fx, Kind, TestDb, completed, on_both_backends, running};
+use super::support::{Fx, Kind, TestDb, completed, new_session, on_both_backends, parts, running};
 
 const SESSIONS: usize = 200;
 const STEPS: usize = 3;
@@ -124,4 +124,69 @@ async fn two_hundred_sessions_at_once(db: &TestDb) {
     }
 }
 
-on_both_backends!(two_hundred_sessions_at_once);
+/// Sixteen sessions upserting parts at once, each awaiting its write, as the runtime does: the
+/// writer commits them in groups (fewer commits than writes), every write lands, and a write
+/// that fails (a part of a message that does not exist) fails alone, its group's other writes
+/// still committed.
+async fn grouped_writes_all_land_and_a_failure_stays_alone(db: &TestDb) {
+    const WRITERS: usize = 16;
+    const PARTS: usize = 20;
+    let store = db.open().await;
+    let mut writers = Vec::new();
+    for _ in 0..WRITERS {
+        let session = new_session(store.as_ref()).await;
+        let mut fx = Fx::new(&session.id);
+        let user = fx.user();
+        let answer = fx.assistant(user.id());
+        store
+            .commit(&WriteBatch::new().message(user).message(Message::Assistant(answer.clone())))
+            .await
+            .unwrap();
+        writers.push((session.id, fx, answer.id));
+    }
+    let before = store.stats();
+    let mut runs = JoinSet::new();
+    for (index, (session, mut fx, message)) in writers.into_iter().enumerate() {
+        let store = Arc::clone(&store);
+        runs.spawn(async move {
+            let mut written = Vec::new();
+            let mut failed = 0;
+            for step in 0..PARTS {
+                // Every fourth writer sends every fifth part to a message that does not exist.
+                let orphan = index % 4 == 0 && step % 5 == 0;
+                let target = if orphan { fx.message_id() } else { message.clone() };
+                let part = fx.text(&target, &format!("w{index} p{step}"), false);
+                match store.upsert_part(&part).await {
+                    Ok(()) => {
+                        assert!(!orphan, "a part of a missing message was accepted");
+                        written.push(part);
+                    }
+                    Err(error) => {
+                        assert!(orphan, "a valid write failed: {error}");
+                        failed += 1;
+                    }
+                }
+            }
+            (session, written, failed)
+        });
+    }
+    let mut landed = 0;
+    let mut failures = 0;
+    while let Some(done) = runs.join_next().await {
+        let (session, written, failed) = done.unwrap();
+        assert_eq!(parts(&store.load_history(&session).await.unwrap()), written);
+        landed += written.len();
+        failures += failed;
+    }
+    assert_eq!(failures, WRITERS / 4 * PARTS / 5);
+    assert_eq!(landed, WRITERS * PARTS - failures);
+    let stats = store.stats();
+    assert_eq!(stats.rows_written - before.rows_written, landed as u64);
+    assert!(
+        stats.commits - before.commits < landed as u64,
+        "no two writes shared a commit: {before:?} -> {stats:?}"
+    );
+    store.close().await.unwrap();
+}
+
+on_both_backends!(two_hundred_sessions_at_once, grouped_writes_all_land_and_a_failure_stays_alone);

@@ -9,4 +9,5 @@ mod documents;
 mod history;
 mod leases;
 mod notify;
+mod opening;
 mod sessions;
