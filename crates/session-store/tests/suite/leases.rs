@@ -215,7 +215,6 @@ async fn the_postgres_heartbeat_skips_a_row_a_writer_holds_and_renews_it_at_the_
     transaction.commit().await.unwrap();
     tokio::time::sleep(ttl / 2).await;
     assert!(expiry(&locked.id).await > held, "renewed at the next beat once free");
-    drop(expiry);
     holder.close().await.unwrap();
     reader.close().await.unwrap();
     writer.close().await.unwrap();
