@@ -411,6 +411,14 @@ fn async_runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// The runtime of `session run`: one thread. A run is one session's loop; on worker threads
+/// every store reply and stream chunk woke another thread (issue 25: most of a run's CPU was
+/// the kernel's futex and scheduler work of those hand-offs). Blocking work still goes to
+/// tokio's blocking pool and the store's own threads.
+fn run_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")
+}
+
 fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Tui(args) => tui::run(args, || {
@@ -484,7 +492,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 home,
                 env,
             };
-            let code = async_runtime()?.block_on(session_cli::run_prompt(options, std::io::stdout()))?;
+            let code = run_runtime()?.block_on(session_cli::run_prompt(options, std::io::stdout()))?;
             Ok(ExitCode::from(code))
         }
         Command::Sessions { db, action } => {

@@ -22,6 +22,11 @@ pub const MAX_UNTRACKED_BYTES: u64 = 2 * 1024 * 1024;
 /// Tracks the working tree and lists what changed.
 #[async_trait]
 pub trait Snapshotter: Send + Sync {
+    /// False when this snapshotter never takes a snapshot nor diffs one ([`NoSnapshots`]):
+    /// work whose only input is snapshots (summary diffs) is then skipped.
+    fn is_on(&self) -> bool {
+        true
+    }
     /// Stages the tree and returns its hash, or `None` when snapshots are off or git failed.
     async fn track(&self) -> Option<String>;
     /// Absolute forward-slash paths of files changed since `hash` (empty on a git failure).
@@ -64,6 +69,9 @@ pub struct NoSnapshots;
 
 #[async_trait]
 impl Snapshotter for NoSnapshots {
+    fn is_on(&self) -> bool {
+        false
+    }
     async fn track(&self) -> Option<String> {
         None
     }

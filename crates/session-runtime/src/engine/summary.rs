@@ -14,12 +14,16 @@
 //! whole history at every step), so a later computation always sees at least what an earlier
 //! one saw. The workers are the only writers of a user message's `summary`, and they put what
 //! they write into the mirror, so its older messages stay current.
+//!
+//! A diff between two snapshot trees never changes (trees are named by their content), so the
+//! workers of a run remember the last ones they computed: a step that changed no file leaves
+//! every span as it was, and its pass then costs no diff and no session read.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use session_core::{
-    Message, MessageId, SessionId, UserSummary, message::diff_totals, summary::snapshot_span,
+    FileDiff, Message, MessageId, SessionId, UserSummary, message::diff_totals, summary::snapshot_span,
     summary::stored_diffs, summary::turn,
 };
 use session_store::{SessionPatch, SessionSummary, Store};
@@ -43,8 +47,41 @@ struct Pending {
     /// User messages whose turn changed since their diff was last computed.
     turns: BTreeSet<MessageId>,
     worker: Option<JoinHandle<()>>,
-    /// The session's history as the last pass read it, shared by the run's successive workers.
-    history: Arc<tokio::sync::Mutex<HistoryMirror>>,
+    /// What the run's successive workers learned, shared by them.
+    state: Arc<tokio::sync::Mutex<WorkerState>>,
+}
+
+/// How many tree-to-tree diffs a run's workers remember: the session's span and the open
+/// turns' spans, with room for a few more.
+const REMEMBERED_DIFFS: usize = 8;
+
+/// What a session's summary workers carry from one pass to the next.
+#[derive(Debug, Default)]
+struct WorkerState {
+    /// The session's history as the last pass read it.
+    mirror: HistoryMirror,
+    /// The latest diffs computed (whole, before `stored_diffs` cuts them), by (from, to) tree
+    /// hash, newest last.
+    diffs: Vec<((String, String), Vec<FileDiff>)>,
+    /// The span whose totals the session row is known to hold (written or found by a pass).
+    session_span: Option<(String, String)>,
+}
+
+impl WorkerState {
+    /// The remembered diff from `from` to `to`.
+    fn remembered(&self, from: &str, to: &str) -> Option<&Vec<FileDiff>> {
+        self.diffs.iter().rev().find(|((f, t), _)| f == from && t == to).map(|(_, diffs)| diffs)
+    }
+
+    fn remember(&mut self, from: &str, to: &str, diffs: &[FileDiff]) {
+        if self.remembered(from, to).is_some() {
+            return;
+        }
+        if self.diffs.len() == REMEMBERED_DIFFS {
+            self.diffs.remove(0);
+        }
+        self.diffs.push(((from.to_owned(), to.to_owned()), diffs.to_vec()));
+    }
 }
 
 /// What a worker computes with.
@@ -79,6 +116,11 @@ impl Runtime {
 
     /// Marks the turn of user message `turn` changed and makes sure a worker computes it.
     pub(super) fn fork_summary(&self, session_id: &SessionId, turn: &MessageId) {
+        // Without snapshots every diff is empty and nothing would be written: a pass would
+        // only read the history's tail from the store after every step.
+        if !self.snapshots.is_on() {
+            return;
+        }
         let mut sessions = lock(&self.summaries.sessions);
         let pending = sessions.entry(session_id.clone()).or_default();
         pending.turns.insert(turn.clone());
@@ -86,7 +128,7 @@ impl Runtime {
             let worker = self.summary_writer();
             let sessions = self.summaries.sessions.clone();
             let session_id = session_id.clone();
-            let history = pending.history.clone();
+            let state = pending.state.clone();
             pending.worker = Some(tokio::spawn(async move {
                 loop {
                     let turns = match lock(&sessions).get_mut(&session_id) {
@@ -96,7 +138,7 @@ impl Runtime {
                     if turns.is_empty() {
                         return;
                     }
-                    worker.summarize(&session_id, &turns, &history).await;
+                    worker.summarize(&session_id, &turns, &state).await;
                 }
             }));
         }
@@ -114,7 +156,7 @@ impl Runtime {
             tracing::warn!(%error, "summary diffs: the worker panicked");
         }
         if !pending.turns.is_empty() {
-            self.summary_writer().summarize(session_id, &pending.turns, &pending.history).await;
+            self.summary_writer().summarize(session_id, &pending.turns, &pending.state).await;
         }
     }
 
@@ -129,9 +171,9 @@ impl Writer {
         &self,
         session_id: &SessionId,
         turns: &BTreeSet<MessageId>,
-        history: &tokio::sync::Mutex<HistoryMirror>,
+        state: &tokio::sync::Mutex<WorkerState>,
     ) {
-        if let Err(error) = self.try_summarize(session_id, turns, &mut *history.lock().await).await {
+        if let Err(error) = self.try_summarize(session_id, turns, &mut *state.lock().await).await {
             tracing::warn!(%session_id, %error, "summary diffs: not stored");
         }
     }
@@ -140,16 +182,23 @@ impl Writer {
         &self,
         session_id: &SessionId,
         turns: &BTreeSet<MessageId>,
-        mirror: &mut HistoryMirror,
+        state: &mut WorkerState,
     ) -> Result<(), session_store::StoreError> {
-        mirror.refresh(&*self.store, session_id).await?;
-        let history = mirror.messages();
+        state.mirror.refresh(&*self.store, session_id).await?;
+        let history = state.mirror.messages();
         let mut written = Vec::new();
+        let mut computed = Vec::new();
         for user_id in turns {
             let messages = turn(history, user_id);
             let Some((from, to)) = snapshot_span(messages.iter().copied()) else { continue };
-            let Some(diffs) = self.snapshots.diff_trees(from, to).await else { continue };
-            let diffs = stored_diffs(diffs);
+            let diffs = match state.remembered(from, to) {
+                Some(diffs) => stored_diffs(diffs.clone()),
+                None => {
+                    let Some(diffs) = self.snapshots.diff_trees(from, to).await else { continue };
+                    computed.push(((from.to_owned(), to.to_owned()), diffs.clone()));
+                    stored_diffs(diffs)
+                }
+            };
             let Some(Message::User(user)) = messages.first().map(|m| &m.info) else { continue };
             if user.summary.as_ref().is_some_and(|summary| summary.diffs == diffs) {
                 continue;
@@ -163,20 +212,34 @@ impl Writer {
         }
         let span = snapshot_span(history).map(|(from, to)| (from.to_owned(), to.to_owned()));
         for message in written {
-            mirror.update_info(message);
+            state.mirror.update_info(message);
+        }
+        for ((from, to), diffs) in computed {
+            state.remember(&from, &to, &diffs);
         }
         let Some((from, to)) = span else { return Ok(()) };
-        let Some(diffs) = self.snapshots.diff_trees(&from, &to).await else { return Ok(()) };
+        // The session row already holds this span's totals: the same trees, the same diff.
+        if state.session_span.as_ref() == Some(&(from.clone(), to.clone())) {
+            return Ok(());
+        }
+        let diffs = match state.remembered(&from, &to) {
+            Some(diffs) => diffs.clone(),
+            None => {
+                let Some(diffs) = self.snapshots.diff_trees(&from, &to).await else { return Ok(()) };
+                state.remember(&from, &to, &diffs);
+                diffs
+            }
+        };
         let (additions, deletions, files) = diff_totals(&diffs);
         let summary = SessionSummary { additions, deletions, files, diffs: None };
         let session = self.store.get_session(session_id).await?;
-        if session.summary.as_ref() == Some(&summary) {
-            return Ok(());
+        if session.summary.as_ref() != Some(&summary) {
+            let patch = SessionPatch { summary: Some(Some(summary)), ..SessionPatch::default() };
+            let session = self.store.update_session(session_id, patch).await?;
+            self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session) });
+            self.bus.publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
         }
-        let patch = SessionPatch { summary: Some(Some(summary)), ..SessionPatch::default() };
-        let session = self.store.update_session(session_id, patch).await?;
-        self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session) });
-        self.bus.publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
+        state.session_span = Some((from, to));
         Ok(())
     }
 }
