@@ -192,7 +192,11 @@ pub fn replay(
         let _ = processor.handle(Input::EndOfStream, clock());
     }
     answer(&mut processor, clock);
-    ReplayOutput { message: processor.message().clone(), parts: processor.parts().to_vec(), error }
+    ReplayOutput {
+        message: processor.message().clone(),
+        parts: processor.parts().iter().map(|part| Part::clone(part)).collect(),
+        error,
+    }
 }
 
 /// Answers the processor's requests as a replay does: no snapshots, no tool execution,

@@ -76,7 +76,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("refused: {error}");
         }
     }
-    println!("{}", serde_json::to_string_pretty(processor.parts())?);
+    // The processor shares its parts with the effects (`Arc<Part>`); print the parts themselves.
+    let parts: Vec<&session_core::message::Part> = processor.parts().iter().map(|part| &**part).collect();
+    println!("{}", serde_json::to_string_pretty(&parts)?);
     println!("cost: {} USD", processor.message().cost);
     Ok(())
 }

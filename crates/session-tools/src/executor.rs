@@ -39,7 +39,7 @@ impl ToolInvocation {
     pub fn from_effect(effect: &Effect) -> Option<Self> {
         match effect {
             Effect::ExecuteTool { call_id, tool, input, .. } => {
-                Some(Self { call_id: call_id.clone(), tool: tool.clone(), input: input.clone() })
+                Some(Self { call_id: call_id.clone(), tool: tool.clone(), input: JsonObject::clone(input) })
             }
             _ => None,
         }

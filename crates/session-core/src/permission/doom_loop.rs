@@ -1,6 +1,8 @@
 //! The doom-loop rule (SPEC 3): a model that makes the same tool call three times in a row,
 //! with nothing in between, is asked about through the `doom_loop` permission.
 
+use std::borrow::Borrow;
+
 use serde_json::Value;
 
 use super::asks::PermissionRequest;
@@ -22,10 +24,21 @@ pub fn check_doom_loop(
     call_name: &str,
     normalized_input: &JsonObject,
 ) -> Option<PermissionRequest> {
+    check_doom_loop_in(parts, call_name, normalized_input)
+}
+
+/// [`check_doom_loop`] over parts held however the caller holds them (the processor shares
+/// its parts with the effects that carry them).
+pub(crate) fn check_doom_loop_in<P: Borrow<Part>>(
+    parts: &[P],
+    call_name: &str,
+    normalized_input: &JsonObject,
+) -> Option<PermissionRequest> {
     let start = parts.len().checked_sub(DOOM_LOOP_THRESHOLD)?;
     let last = parts.get(start..)?;
     let candidates = last.iter().all(|part| {
-        part.as_tool()
+        part.borrow()
+            .as_tool()
             .is_some_and(|tool| tool.tool == call_name && tool.state.status() != ToolStatus::Pending)
     });
     // The cheap checks first: serializing inputs is the costly part and rarely needed.
@@ -34,8 +47,10 @@ pub fn check_doom_loop(
     }
     // OpenCode compares JSON.stringify texts, so key order matters and 1.0 equals 1.
     let wanted = stringify_object(normalized_input);
-    let looping =
-        last.iter().filter_map(Part::as_tool).all(|tool| stringify_object(tool.state.input()) == wanted);
+    let looping = last
+        .iter()
+        .filter_map(|part| part.borrow().as_tool())
+        .all(|tool| stringify_object(tool.state.input()) == wanted);
     looping.then(|| doom_loop_request(call_name, normalized_input))
 }
 

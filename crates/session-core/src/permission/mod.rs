@@ -22,6 +22,7 @@ pub use asks::{
     PermissionAsk, PermissionAsks, PermissionError, PermissionRequest, QUESTION_REJECTED_TEXT,
     QuestionRejectedError, Reply, Resolution, ToolCallRef,
 };
+pub(crate) use doom_loop::check_doom_loop_in;
 pub use doom_loop::{DOOM_LOOP_PERMISSION, DOOM_LOOP_THRESHOLD, check_doom_loop, doom_loop_request};
 pub use rules::{
     Action, PermissionConfigError, Rule, Ruleset, evaluate, matching_rule, rules_from_config, wildcard_match,

@@ -32,14 +32,14 @@ impl Processor {
         let overflow = matches!(error, MessageError::ContextOverflowError { .. });
         if overflow && (self.config.compaction.auto_enabled() || self.message.is_summary()) {
             self.needs_compaction = true;
-            self.effects.push_back(Effect::SessionError(error));
+            self.effects.push_back(Effect::SessionError(Box::new(error)));
             return;
         }
         if overflow {
             self.message.finish = Some(FinishReason::Error);
         }
         self.message.error = Some(error.clone());
-        self.effects.push_back(Effect::SessionError(error));
+        self.effects.push_back(Effect::SessionError(Box::new(error)));
         self.effects.push_back(Effect::SetIdle);
     }
 
@@ -47,7 +47,7 @@ impl Processor {
     /// writes during the grace, or is killed halfway, still lands in the patch that revert uses.
     pub(super) fn cleanup(&mut self, now: u64) {
         if let Some(index) = self.current_text.take() {
-            if let PartKind::Text(part) = &mut self.parts[index].kind {
+            if let PartKind::Text(part) = &mut self.part_mut(index).kind {
                 let start = part.time.map_or(now, |t| t.start);
                 part.time = Some(PartTime { start, end: Some(now) });
             }
@@ -71,7 +71,7 @@ impl Processor {
     /// The grace is over: calls still unsettled become aborted errors (SPEC 8 step 5e).
     pub(super) fn end_grace(&mut self, now: u64) {
         for index in std::mem::take(&mut self.toolcalls) {
-            if let PartKind::Tool(tool) = &mut self.parts[index].kind
+            if let PartKind::Tool(tool) = &mut self.part_mut(index).kind
                 && tool.state.abort(now).is_ok()
             {
                 self.upsert(index);

@@ -1,6 +1,8 @@
 //! What goes in and out of the processor: its configuration, the effects it asks for, the
 //! inputs it takes, what it waits for, and its errors and outcome.
 
+use std::sync::Arc;
+
 use crate::config::CompactionConfig;
 use crate::event::{LlmEvent, ToolFailure};
 use crate::id::{MessageId, PartId};
@@ -51,11 +53,15 @@ pub enum SnapshotPurpose {
 }
 
 /// An outside action for the driver to carry out.
+// The queue and every poll move effects by value, one or more per stream event: the rare
+// large payloads are boxed so that an effect stays small enough (at most 128 bytes) to move
+// inline instead of through `memcpy`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Persist this part and publish `message.part.updated`.
-    // Boxed: most effects are small deltas, and the queue moves every effect by value.
-    UpsertPart(Box<Part>),
+    // Shared with the processor's own list: an upsert copies nothing, and the processor copies
+    // the part on its next change only if the driver still holds this one.
+    UpsertPart(Arc<Part>),
     /// Publish `message.part.delta` (not persisted per delta).
     PartDelta {
         /// The message of the part.
@@ -81,7 +87,7 @@ pub enum Effect {
         /// The call that triggered the ask.
         call_id: String,
         /// The request (permission, patterns, always, metadata).
-        request: PermissionRequest,
+        request: Box<PermissionRequest>,
     },
     /// Run a tool the model called; feed its result back as a tool-result or tool-error event.
     ExecuteTool {
@@ -92,7 +98,7 @@ pub enum Effect {
         /// Tool name.
         tool: String,
         /// Normalized input.
-        input: JsonObject,
+        input: Box<JsonObject>,
     },
     /// A step settled: the driver may compute summary diffs (errors ignored).
     StepSettled,
@@ -102,7 +108,7 @@ pub enum Effect {
         call_ids: Vec<String>,
     },
     /// Publish `session.error`.
-    SessionError(MessageError),
+    SessionError(Box<MessageError>),
     /// Set the session status to idle.
     SetIdle,
     /// Processing ended with this outcome; the processor accepts no more input.
@@ -210,5 +216,16 @@ pub(super) fn input_name(input: &Input) -> &'static str {
         Input::Interrupt => "interrupt",
         Input::Halt(_) => "halt",
         Input::GraceElapsed => "grace elapsed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_effect_moves_inline() {
+        // Larger than 128 bytes, every move of an effect becomes a call to `memcpy`.
+        assert!(std::mem::size_of::<Effect>() <= 128, "{}", std::mem::size_of::<Effect>());
     }
 }

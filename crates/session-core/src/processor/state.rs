@@ -2,6 +2,7 @@
 //! the effect queue, and adding parts.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::protocol::{Effect, Input, ProcessorConfig, ProcessorError, SnapshotPurpose, Waiting, input_name};
 use crate::event::{FinishReason, ProviderMetadata, Usage};
@@ -41,8 +42,10 @@ pub(super) enum Phase {
 pub struct Processor {
     pub(super) config: ProcessorConfig,
     pub(super) message: AssistantMessage,
-    /// The message's parts in id order; handlers refer to them by index.
-    pub(super) parts: Vec<Part>,
+    /// The message's parts in id order; handlers refer to them by index. Shared with the
+    /// `UpsertPart` effects that carry them: an upsert costs a reference count, and a handler
+    /// that changes a part copies it only while a driver still holds an earlier upsert.
+    pub(super) parts: Vec<Arc<Part>>,
     /// Unsettled tool calls: indices of their parts in `parts`, ascending (parts are never
     /// removed or reordered). A list, not a map by call id: a step has a handful of open
     /// calls, and the part already holds the id, so tracking a call allocates nothing.
@@ -112,7 +115,7 @@ impl Processor {
     }
 
     /// The message's parts in id order.
-    pub fn parts(&self) -> &[Part] {
+    pub fn parts(&self) -> &[Arc<Part>] {
         &self.parts
     }
 
@@ -243,7 +246,7 @@ impl Processor {
     /// Ends every open reasoning part at `now`, in part order (SPEC 4 step 2, SPEC 8 step 5c).
     pub(super) fn end_open_reasoning(&mut self, now: u64) {
         for (_, index) in std::mem::take(&mut self.reasoning) {
-            if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
+            if let PartKind::Reasoning(part) = &mut self.part_mut(index).kind {
                 part.time.end = Some(now);
             }
             self.upsert(index);
@@ -253,17 +256,22 @@ impl Processor {
     pub(super) fn push_part(&mut self, kind: PartKind, now: u64) -> usize {
         let id: PartId = self.ids.next(now, self.entropy.as_mut());
         let index = self.parts.len();
-        self.parts.push(Part {
+        self.parts.push(Arc::new(Part {
             id,
             session_id: self.message.session_id.clone(),
             message_id: self.message.id.clone(),
             kind,
-        });
+        }));
         index
     }
 
+    /// The part at `index`, to change: copied first only when an upsert of it is still held.
+    pub(super) fn part_mut(&mut self, index: usize) -> &mut Part {
+        Arc::make_mut(&mut self.parts[index])
+    }
+
     pub(super) fn upsert(&mut self, index: usize) {
-        self.effects.push_back(Effect::UpsertPart(Box::new(self.parts[index].clone())));
+        self.effects.push_back(Effect::UpsertPart(Arc::clone(&self.parts[index])));
     }
 
     pub(super) fn delta(&mut self, index: usize, delta: String) {

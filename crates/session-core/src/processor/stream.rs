@@ -11,7 +11,23 @@ pub fn summary_tool_call_error(name: &str) -> String {
     format!("Tool call not allowed while generating summary: {name}")
 }
 
+/// The capacity a text or reasoning part's text starts with at its first delta: deltas are a
+/// few bytes each, and growing from empty doubles through 8, 16, 32 and 64 bytes first, each
+/// step a reallocation and a copy.
+const TEXT_START_CAPACITY: usize = 128;
+
+/// Appends a delta to a part's text, starting its buffer at [`TEXT_START_CAPACITY`].
+fn append(text: &mut String, delta: &str) {
+    if text.capacity() == 0 {
+        text.reserve(TEXT_START_CAPACITY.max(delta.len()));
+    }
+    text.push_str(delta);
+}
+
 impl Processor {
+    // Always inlined into `handle`, its only caller: the event is then matched where the input
+    // holds it instead of being copied (200 bytes) into this call's argument first.
+    #[inline(always)]
     pub(super) fn handle_event(&mut self, event: LlmEvent, now: u64) -> Result<(), ProcessorError> {
         match self.phase {
             Phase::Streaming => {}
@@ -70,10 +86,10 @@ impl Processor {
             LlmEvent::ReasoningDelta { id, text, provider_metadata } => {
                 // An orphan delta (no start) is dropped silently, as OpenCode does.
                 if let Some(index) = self.reasoning_index(&id) {
-                    if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
-                        part.text.push_str(&text);
-                        if provider_metadata.is_some() {
-                            part.metadata = provider_metadata;
+                    if let PartKind::Reasoning(part) = &mut self.part_mut(index).kind {
+                        append(&mut part.text, &text);
+                        if let Some(metadata) = provider_metadata {
+                            part.metadata = Some(metadata);
                         }
                     }
                     self.delta(index, text);
@@ -82,9 +98,9 @@ impl Processor {
             LlmEvent::ReasoningEnd { id, provider_metadata } => {
                 if let Some(at) = self.reasoning.iter().position(|(open, _)| *open == id) {
                     let (_, index) = self.reasoning.remove(at);
-                    if let PartKind::Reasoning(part) = &mut self.parts[index].kind {
-                        if provider_metadata.is_some() {
-                            part.metadata = provider_metadata;
+                    if let PartKind::Reasoning(part) = &mut self.part_mut(index).kind {
+                        if let Some(metadata) = provider_metadata {
+                            part.metadata = Some(metadata);
                         }
                         part.time.end = Some(now);
                     }
@@ -106,10 +122,10 @@ impl Processor {
             }
             LlmEvent::TextDelta { text, provider_metadata, .. } => {
                 if let Some(index) = self.current_text {
-                    if let PartKind::Text(part) = &mut self.parts[index].kind {
-                        part.text.push_str(&text);
-                        if provider_metadata.is_some() {
-                            part.metadata = provider_metadata;
+                    if let PartKind::Text(part) = &mut self.part_mut(index).kind {
+                        append(&mut part.text, &text);
+                        if let Some(metadata) = provider_metadata {
+                            part.metadata = Some(metadata);
                         }
                     }
                     self.delta(index, text);
@@ -117,11 +133,11 @@ impl Processor {
             }
             LlmEvent::TextEnd { provider_metadata, .. } => {
                 if let Some(index) = self.current_text.take() {
-                    if let PartKind::Text(part) = &mut self.parts[index].kind {
+                    if let PartKind::Text(part) = &mut self.part_mut(index).kind {
                         let start = part.time.map_or(now, |t| t.start);
                         part.time = Some(PartTime { start, end: Some(now) });
-                        if provider_metadata.is_some() {
-                            part.metadata = provider_metadata;
+                        if let Some(metadata) = provider_metadata {
+                            part.metadata = Some(metadata);
                         }
                     }
                     self.upsert(index);

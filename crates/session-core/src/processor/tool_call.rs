@@ -12,7 +12,7 @@ use crate::message::{
     FilePart, MessageError, PartKind, ToolOutput, ToolPart, ToolState, normalize_tool_input,
     with_provider_executed,
 };
-use crate::permission::check_doom_loop;
+use crate::permission::check_doom_loop_in;
 
 impl Processor {
     pub(super) fn tool_call(
@@ -39,7 +39,7 @@ impl Processor {
                 }
             }
         }
-        let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
+        let PartKind::Tool(tool) = &mut self.part_mut(index).kind else { return };
         let executed_by_provider = provider_executed || tool.provider_executed();
         tool.tool.clone_from(&name);
         if tool.state.start(input.clone(), now).is_err() {
@@ -53,13 +53,18 @@ impl Processor {
         };
         let part_id = self.parts[index].id.clone();
         self.upsert(index);
-        if let Some(request) = check_doom_loop(&self.parts, &name, &input) {
+        if let Some(request) = check_doom_loop_in(&self.parts, &name, &input) {
             self.phase = Phase::AwaitPermission { call_id: id.clone() };
-            self.effects.push_back(Effect::AskPermission { call_id: id, request });
+            self.effects.push_back(Effect::AskPermission { call_id: id, request: Box::new(request) });
             return;
         }
         if !executed_by_provider {
-            self.effects.push_back(Effect::ExecuteTool { part_id, call_id: id, tool: name, input });
+            self.effects.push_back(Effect::ExecuteTool {
+                part_id,
+                call_id: id,
+                tool: name,
+                input: Box::new(input),
+            });
         }
     }
 
@@ -80,7 +85,7 @@ impl Processor {
                         part_id: self.parts[index].id.clone(),
                         call_id,
                         tool: tool.tool.clone(),
-                        input: input.clone(),
+                        input: Box::new(input.clone()),
                     });
                 }
                 Ok(())
@@ -97,7 +102,7 @@ impl Processor {
         now: u64,
     ) {
         let Some(index) = self.tracked_index(call_id) else { return };
-        if let PartKind::Tool(tool) = &mut self.parts[index].kind
+        if let PartKind::Tool(tool) = &mut self.part_mut(index).kind
             && tool.state.update_progress(title, metadata, now).is_ok()
         {
             self.upsert(index);
@@ -113,7 +118,7 @@ impl Processor {
         now: u64,
     ) -> usize {
         if let Some(index) = self.tracked_index(id)
-            && let PartKind::Tool(tool) = &mut self.parts[index].kind
+            && let PartKind::Tool(tool) = &mut self.part_mut(index).kind
         {
             if provider_executed && !tool.provider_executed() {
                 tool.metadata = Some(with_provider_executed(tool.metadata.take()));
@@ -186,7 +191,7 @@ impl Processor {
 
     fn record_output(&mut self, id: &str, output: ToolOutput, now: u64) {
         let Some(index) = self.tracked_index(id) else { return };
-        let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
+        let PartKind::Tool(tool) = &mut self.part_mut(index).kind else { return };
         if tool.state.complete(output, now).is_ok() {
             self.untrack(index);
             self.upsert(index);
@@ -201,7 +206,7 @@ impl Processor {
         now: u64,
     ) {
         let Some(index) = self.tracked_index(id) else { return };
-        let PartKind::Tool(tool) = &mut self.parts[index].kind else { return };
+        let PartKind::Tool(tool) = &mut self.part_mut(index).kind else { return };
         if tool.state.fail(message, now).is_ok() {
             if matches!(failure, Some(ToolFailure::PermissionRejected | ToolFailure::QuestionRejected)) {
                 self.blocked = self.should_break;

@@ -180,7 +180,7 @@ fn drive(config: ProcessorConfig, summary: bool, script: Vec<Step>, answers: Ans
         }
     }
     let parts: Vec<Value> =
-        processor.parts().iter().map(|p| serde_json::to_value(p).unwrap_or_default()).collect();
+        processor.parts().iter().map(|p| serde_json::to_value(&**p).unwrap_or_default()).collect();
     json!({
         "outcome": outcome,
         "message": processor.message(),

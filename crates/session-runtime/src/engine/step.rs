@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use session_core::{
-    AssistantMessage, LlmEvent, Message, MessageError, MessageId, PartKind, SessionId,
+    AssistantMessage, LlmEvent, Message, MessageError, MessageId, Part, PartKind, SessionId,
     permission::ToolCallRef, processor::Effect, processor::Input, processor::Outcome, processor::Processor,
     processor::ProcessorError, processor::ToolSettlement, processor::Waiting, retry::RetryDecision,
     retry::RetryRequest, retry::decide,
@@ -259,8 +259,12 @@ impl<'a> StepDriver<'a> {
         while let Some(effect) = self.processor.poll_effect() {
             let effect = match effect {
                 Effect::UpsertPart(part) => {
-                    pending.batch.parts.push((*part).clone());
-                    pending.events.push(BusEvent::PartUpdated { part });
+                    // Copied out of the processor's shared part and the reference dropped at
+                    // once: the processor is again its only holder, so its next change to the
+                    // part (a text delta) copies nothing.
+                    let part = Part::clone(&part);
+                    pending.batch.parts.push(part.clone());
+                    pending.events.push(BusEvent::PartUpdated { part: Box::new(part) });
                     continue;
                 }
                 Effect::UpsertMessage(message) => {
@@ -318,7 +322,7 @@ impl<'a> StepDriver<'a> {
                 let reply = runtime
                     .tools
                     .permissions()
-                    .ask(session_id, request, Some(call), &self.context.agent.ruleset, &self.scope.abort)
+                    .ask(session_id, *request, Some(call), &self.context.agent.ruleset, &self.scope.abort)
                     .await;
                 if self.context.cancel.is_cancelled() {
                     Some(Input::Interrupt)
@@ -331,10 +335,10 @@ impl<'a> StepDriver<'a> {
             {
                 self.context
                     .structured
-                    .map(|structured| Input::ToolSettled(structured.capture(call_id, input)))
+                    .map(|structured| Input::ToolSettled(structured.capture(call_id, *input)))
             }
             Effect::ExecuteTool { call_id, tool, input, .. } => {
-                let call = ToolInvocation { call_id, tool, input };
+                let call = ToolInvocation { call_id, tool, input: *input };
                 self.tracker.spawn(runtime.tools.clone(), call, self.scope.clone());
                 None
             }
@@ -353,7 +357,7 @@ impl<'a> StepDriver<'a> {
                 (self.processor.waiting() == Waiting::ToolCalls).then_some(Input::GraceElapsed)
             }
             Effect::SessionError(error) => {
-                runtime.bus.publish(BusEvent::SessionError { session_id: session_id.clone(), error });
+                runtime.bus.publish(BusEvent::SessionError { session_id: session_id.clone(), error: *error });
                 None
             }
             // The processor's cleanup asks for idle, but the run still holds the session (its
