@@ -90,9 +90,11 @@ macro_rules! statements {
             select_messages: concat!(
                 "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 ORDER BY id"
             ),
+            // Parts in their index's order, (message, id): each message's parts in id order,
+            // read without a sort.
             select_parts: concat!(
                 "SELECT id, session_id, message_id, type, ", $money_out,
-                ", data FROM parts WHERE session_id = $1 ORDER BY id"
+                ", data FROM parts WHERE session_id = $1 ORDER BY message_id, id"
             ),
             select_messages_from: concat!(
                 "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 AND id >= $2 \
@@ -100,7 +102,7 @@ macro_rules! statements {
             ),
             select_parts_from: concat!(
                 "SELECT id, session_id, message_id, type, ", $money_out,
-                ", data FROM parts WHERE session_id = $1 AND message_id >= $2 ORDER BY id"
+                ", data FROM parts WHERE session_id = $1 AND message_id >= $2 ORDER BY message_id, id"
             ),
             count_messages: "SELECT COUNT(*) FROM messages WHERE session_id = $1",
             select_part: concat!(
@@ -108,9 +110,11 @@ macro_rules! statements {
             ),
             message_ids_from: "SELECT id FROM messages WHERE session_id = $1 AND id >= $2 ORDER BY id",
             message_ids_after: "SELECT id FROM messages WHERE session_id = $1 AND id > $2 ORDER BY id",
-            part_ids_from: "SELECT id FROM parts WHERE message_id = $1 AND id >= $2 ORDER BY id",
+            // Parts are found by message through their session's index: name the session.
+            part_ids_from: "SELECT id FROM parts WHERE session_id = $1 AND message_id = $2 AND id >= $3 \
+                            ORDER BY id",
             delete_message: "DELETE FROM messages WHERE id = $1",
-            delete_parts_from: "DELETE FROM parts WHERE message_id = $1 AND id >= $2",
+            delete_parts_from: "DELETE FROM parts WHERE session_id = $1 AND message_id = $2 AND id >= $3",
             select_lease: concat!("SELECT lease_owner, lease_expires FROM sessions WHERE id = $1", $lock),
             set_lease: "UPDATE sessions SET lease_owner = $2, lease_expires = $3 WHERE id = $1",
             release_lease: "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL \

@@ -127,6 +127,7 @@ impl<DB: Backend> Engine<DB> {
             None => sql.message_ids_from,
             Some(part_id) => {
                 let parts = query::<DB>(sql.part_ids_from)
+                    .bind(session_id.as_str())
                     .bind(point.message_id.as_str())
                     .bind(part_id.as_str())
                     .fetch_all(&mut *tx)
@@ -136,6 +137,7 @@ impl<DB: Backend> Engine<DB> {
                     removed.parts.push(PartId::new_unchecked(DB::text(row, 0)?));
                 }
                 query::<DB>(sql.delete_parts_from)
+                    .bind(session_id.as_str())
                     .bind(point.message_id.as_str())
                     .bind(part_id.as_str())
                     .execute(&mut *tx)

@@ -8,6 +8,7 @@ mod deltas;
 mod documents;
 mod history;
 mod leases;
+mod migrations;
 mod notify;
 mod opening;
 mod sessions;
