@@ -5,13 +5,17 @@
 //! another process with an older id, a deleted one) reads the whole history again. The store
 //! stays the log, and the source after a restart.
 
+use std::sync::Arc;
+
 use session_core::{Message, MessageId, MessageWithParts, SessionId};
 use session_store::{EntityKind, HistoryTail, SessionHistory, Store, StoreError};
 
 /// The session's messages as the run last read them.
 #[derive(Debug, Default)]
 pub(super) struct HistoryMirror {
-    messages: Vec<MessageWithParts>,
+    /// Shared with the summary work of the step that ended last (see [`HistoryMirror::shared`]);
+    /// changed in place once that let it go.
+    messages: Arc<Vec<MessageWithParts>>,
     /// Ids of message rows that do not decode: they count in the store's total.
     unreadable: Vec<String>,
 }
@@ -42,27 +46,33 @@ impl HistoryMirror {
         &self.messages
     }
 
+    /// The messages, to read while the mirror moves on.
+    pub(super) fn shared(&self) -> Arc<Vec<MessageWithParts>> {
+        Arc::clone(&self.messages)
+    }
+
     /// Puts `info` in place of the held message with its id (a write the holder made itself,
     /// to a message older than the newest, which the next tail would not bring).
     pub(super) fn update_info(&mut self, info: Message) {
         if let Ok(index) = self.messages.binary_search_by(|held| held.info.id().cmp(info.id())) {
-            self.messages[index].info = info;
+            Arc::make_mut(&mut self.messages)[index].info = info;
         }
     }
 
     fn replace(&mut self, history: SessionHistory) {
         self.unreadable = unreadable_messages(&history);
-        self.messages = history.messages;
+        self.messages = Arc::new(history.messages);
     }
 
     /// Puts `tail` (the messages from `from` on) in place of what the mirror held from `from`
     /// on; false when the result does not account for every message the store has.
     fn merge(&mut self, from: &MessageId, tail: HistoryTail) -> bool {
         let kept = self.messages.partition_point(|message| message.info.id() < from);
-        self.messages.truncate(kept);
+        let messages = Arc::make_mut(&mut self.messages);
+        messages.truncate(kept);
         self.unreadable.retain(|id| id.as_str() < from.as_str());
         self.unreadable.extend(unreadable_messages(&tail.history));
-        self.messages.extend(tail.history.messages);
+        messages.extend(tail.history.messages);
         let held = u64::try_from(self.messages.len() + self.unreadable.len()).unwrap_or(u64::MAX);
         held == tail.total_messages
     }

@@ -206,6 +206,8 @@ impl Runtime {
         while !cancel.is_cancelled() {
             self.set_status(session_id, SessionStatus::Busy);
             history.refresh(self.store.as_ref(), session_id).await?;
+            // The previous step's summary diffs work on this read of the history.
+            self.start_summary(session_id, history.shared());
             let messages: Vec<MessageWithParts> =
                 filter_compacted(history.messages()).into_iter().cloned().collect();
             let (view, task) = next_task(&messages).map_err(|_| RuntimeError::NoUserMessage)?;
@@ -369,7 +371,7 @@ impl Runtime {
             structured: structured.as_ref(),
         };
         let (outcome, mut message) = StepDriver::new(self, context, processor).run(request).await?;
-        self.fork_summary(session_id, &message.parent_id);
+        self.mark_summary(session_id, &message.parent_id);
         if let Some(structured) = &structured {
             let captured = structured.take();
             match structured_settlement(captured.is_some(), &message) {

@@ -31,6 +31,11 @@ pub trait Snapshotter: Send + Sync {
     async fn track(&self) -> Option<String>;
     /// Absolute forward-slash paths of files changed since `hash` (empty on a git failure).
     async fn patch(&self, hash: &str) -> Vec<String>;
+    /// [`Snapshotter::patch`] when the worktree was just snapshotted as `to`: the files that
+    /// differ between the trees `from` and `to`, without another pass over the worktree.
+    async fn patch_between(&self, from: &str, _to: &str) -> Vec<String> {
+        self.patch(from).await
+    }
     /// Restores `files` to their content at `hash` (files absent there are deleted).
     async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String>;
     /// Checks, touching nothing, that [`Snapshotter::restore`] of `files` at `hash` would stay
@@ -141,6 +146,11 @@ impl GitSnapshotter {
         self
     }
 
+    /// Worktree-relative paths as the absolute forward-slash paths a patch part lists.
+    fn absolute(&self, paths: Vec<PathBuf>) -> Vec<String> {
+        paths.into_iter().map(|path| self.worktree.join(path).to_string_lossy().replace('\\', "/")).collect()
+    }
+
     /// The snapshot repository's git directory.
     pub fn git_dir(&self) -> &Path {
         &self.git_dir
@@ -165,20 +175,32 @@ impl GitSnapshotter {
         Some(SnapshotStoreReport::read(&git_dir, retention).await)
     }
 
-    /// Runs `operation` on the open repository on the blocking pool.
+    /// Runs `operation` on the open repository: on the blocking pool, or in place on a
+    /// one-thread runtime.
     async fn with_repo<T: Send + 'static>(
         &self,
         operation: impl FnOnce(&SnapshotRepo) -> Result<T, String> + Send + 'static,
     ) -> Result<T, String> {
         let repo = Arc::clone(&self.repo);
-        tokio::task::spawn_blocking(move || {
+        let run = move || {
             // A panic inside libgit2's callers leaves nothing half-done in the repository
             // handle worth refusing it for.
             let repo = repo.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             operation(&repo)
-        })
-        .await
-        .map_err(|error| format!("the snapshot task failed: {error}"))?
+        };
+        // `session run` drives one session on one thread: there a hand-off to the blocking
+        // pool costs two thread wake-ups per operation, more than an operation on a stat-cached
+        // tree, while the thread would only wait for it (issue 25). Worker threads serve other
+        // sessions meanwhile, so there the operation goes to the pool.
+        let one_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
+        if one_thread {
+            return std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+                .map_err(|_| "the snapshot task failed: it panicked".to_owned())?;
+        }
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|error| format!("the snapshot task failed: {error}"))?
     }
 
     /// The worktree-relative form of `file`, refused when it is outside the worktree, climbs
@@ -247,10 +269,22 @@ impl Snapshotter for GitSnapshotter {
         let _writing = self.lock.lock().await;
         let hash = hash.to_owned();
         match self.with_repo(move |repo| repo.changed_since(&hash)).await {
-            Ok(paths) => paths
-                .into_iter()
-                .map(|path| self.worktree.join(path).to_string_lossy().replace('\\', "/"))
-                .collect(),
+            Ok(paths) => self.absolute(paths),
+            Err(error) => {
+                tracing::warn!(%error, "snapshot: listing the changed files failed");
+                Vec::new()
+            }
+        }
+    }
+
+    async fn patch_between(&self, from: &str, to: &str) -> Vec<String> {
+        // The same tree: nothing changed, and git has nothing to say (most steps only read).
+        if from == to {
+            return Vec::new();
+        }
+        let (from, to) = (from.to_owned(), to.to_owned());
+        match self.with_repo(move |repo| repo.changed_between(&from, &to)).await {
+            Ok(paths) => self.absolute(paths),
             Err(error) => {
                 tracing::warn!(%error, "snapshot: listing the changed files failed");
                 Vec::new()

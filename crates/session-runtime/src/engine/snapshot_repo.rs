@@ -182,6 +182,13 @@ impl SnapshotRepo {
         Ok(diff.deltas().filter_map(|delta| delta_path(&delta).map(Path::to_path_buf)).collect())
     }
 
+    /// Worktree-relative paths of the files that differ between the trees `from` and `to`.
+    pub(super) fn changed_between(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, String> {
+        let (from, to) = (self.tree(from)?, self.tree(to)?);
+        let diff = self.repo.diff_tree_to_tree(Some(&from), Some(&to), None).map_err(message)?;
+        Ok(diff.deltas().filter_map(|delta| delta_path(&delta).map(Path::to_path_buf)).collect())
+    }
+
     /// The unified diff from the tree `hash` to the worktree now, as `git diff` prints it.
     pub(super) fn diff_text(&self, hash: &str) -> Result<String, String> {
         let diff = self.diff_to_worktree(hash)?;

@@ -9,11 +9,13 @@
 //!
 //! The loop never waits for a diff; the run waits for the last one before it ends, so every
 //! summary write happens while the run holds the session (a revert, refused while busy, can
-//! never race a write that would bring a removed message back). Each pass brings the session's
-//! history mirror up to the store when it starts (issue 25: the newest messages only, not the
-//! whole history at every step), so a later computation always sees at least what an earlier
-//! one saw. The workers are the only writers of a user message's `summary`, and they put what
-//! they write into the mirror, so its older messages stay current.
+//! never race a write that would bring a removed message back). A pass during the run works on
+//! the history the run itself read at the top of its next step (issue 25: the store is read
+//! once per step, not once by the run and again by the worker); the pass at the run's end
+//! brings the worker's own mirror up to the store (the newest messages only). Either way a
+//! later computation sees at least what an earlier one saw. The workers are the only writers
+//! of a user message's `summary`: they remember the diffs they wrote or found per turn, so a
+//! copy of a user message older than their own write does not make them write it again.
 //!
 //! A diff between two snapshot trees never changes (trees are named by their content), so the
 //! workers of a run remember the last ones they computed: a step that changed no file leaves
@@ -23,8 +25,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use session_core::{
-    FileDiff, Message, MessageId, SessionId, UserSummary, message::diff_totals, summary::snapshot_span,
-    summary::stored_diffs, summary::turn,
+    FileDiff, Message, MessageId, MessageWithParts, SessionId, UserSummary, message::diff_totals,
+    summary::snapshot_span, summary::stored_diffs, summary::turn,
 };
 use session_store::{SessionPatch, SessionSummary, Store};
 use tokio::task::JoinHandle;
@@ -46,6 +48,8 @@ pub(super) struct Summaries {
 struct Pending {
     /// User messages whose turn changed since their diff was last computed.
     turns: BTreeSet<MessageId>,
+    /// The history the run read last, for the next pass (instead of reading the store).
+    handed: Option<Arc<Vec<MessageWithParts>>>,
     worker: Option<JoinHandle<()>>,
     /// What the run's successive workers learned, shared by them.
     state: Arc<tokio::sync::Mutex<WorkerState>>,
@@ -65,6 +69,8 @@ struct WorkerState {
     diffs: Vec<((String, String), Vec<FileDiff>)>,
     /// The span whose totals the session row is known to hold (written or found by a pass).
     session_span: Option<(String, String)>,
+    /// Each turn's diffs as a pass wrote or found them on its user message.
+    turn_diffs: HashMap<MessageId, Vec<FileDiff>>,
 }
 
 impl WorkerState {
@@ -114,31 +120,42 @@ impl Runtime {
         self.tools.todos().get(session_id)
     }
 
-    /// Marks the turn of user message `turn` changed and makes sure a worker computes it.
-    pub(super) fn fork_summary(&self, session_id: &SessionId, turn: &MessageId) {
+    /// Marks the turn of user message `turn` changed: the next [`Runtime::start_summary`] or
+    /// the run's end computes it.
+    pub(super) fn mark_summary(&self, session_id: &SessionId, turn: &MessageId) {
         // Without snapshots every diff is empty and nothing would be written: a pass would
-        // only read the history's tail from the store after every step.
+        // only cost a history read after every step.
         if !self.snapshots.is_on() {
             return;
         }
+        lock(&self.summaries.sessions).entry(session_id.clone()).or_default().turns.insert(turn.clone());
+    }
+
+    /// Hands `history` (what the run just read) to the session's summary work and makes sure a
+    /// worker computes the marked turns.
+    pub(super) fn start_summary(&self, session_id: &SessionId, history: Arc<Vec<MessageWithParts>>) {
         let mut sessions = lock(&self.summaries.sessions);
-        let pending = sessions.entry(session_id.clone()).or_default();
-        pending.turns.insert(turn.clone());
+        let Some(pending) = sessions.get_mut(session_id).filter(|pending| !pending.turns.is_empty()) else {
+            return;
+        };
+        pending.handed = Some(history);
         if pending.worker.as_ref().is_none_or(JoinHandle::is_finished) {
             let worker = self.summary_writer();
             let sessions = self.summaries.sessions.clone();
             let session_id = session_id.clone();
             let state = pending.state.clone();
             pending.worker = Some(tokio::spawn(async move {
+                // Each pass needs a history the run handed over: turns marked after it wait
+                // for the run's next read (or its end, which reads the store itself).
                 loop {
-                    let turns = match lock(&sessions).get_mut(&session_id) {
-                        Some(pending) => std::mem::take(&mut pending.turns),
-                        None => return,
+                    let (turns, handed) = match lock(&sessions).get_mut(&session_id) {
+                        Some(pending) if !pending.turns.is_empty() => match pending.handed.take() {
+                            Some(handed) => (std::mem::take(&mut pending.turns), handed),
+                            None => return,
+                        },
+                        _ => return,
                     };
-                    if turns.is_empty() {
-                        return;
-                    }
-                    worker.summarize(&session_id, &turns, &state).await;
+                    worker.summarize(&session_id, &turns, Some(handed), &state).await;
                 }
             }));
         }
@@ -156,7 +173,8 @@ impl Runtime {
             tracing::warn!(%error, "summary diffs: the worker panicked");
         }
         if !pending.turns.is_empty() {
-            self.summary_writer().summarize(session_id, &pending.turns, &pending.state).await;
+            // The run's last step came after its last read: the store is read here.
+            self.summary_writer().summarize(session_id, &pending.turns, None, &pending.state).await;
         }
     }
 
@@ -171,9 +189,10 @@ impl Writer {
         &self,
         session_id: &SessionId,
         turns: &BTreeSet<MessageId>,
+        handed: Option<Arc<Vec<MessageWithParts>>>,
         state: &tokio::sync::Mutex<WorkerState>,
     ) {
-        if let Err(error) = self.try_summarize(session_id, turns, &mut *state.lock().await).await {
+        if let Err(error) = self.try_summarize(session_id, turns, handed, &mut *state.lock().await).await {
             tracing::warn!(%session_id, %error, "summary diffs: not stored");
         }
     }
@@ -182,12 +201,19 @@ impl Writer {
         &self,
         session_id: &SessionId,
         turns: &BTreeSet<MessageId>,
+        handed: Option<Arc<Vec<MessageWithParts>>>,
         state: &mut WorkerState,
     ) -> Result<(), session_store::StoreError> {
-        state.mirror.refresh(&*self.store, session_id).await?;
-        let history = state.mirror.messages();
+        if handed.is_none() {
+            state.mirror.refresh(&*self.store, session_id).await?;
+        }
+        let history: &[MessageWithParts] = match &handed {
+            Some(history) => history,
+            None => state.mirror.messages(),
+        };
         let mut written = Vec::new();
         let mut computed = Vec::new();
+        let mut turn_diffs = Vec::new();
         for user_id in turns {
             let messages = turn(history, user_id);
             let Some((from, to)) = snapshot_span(messages.iter().copied()) else { continue };
@@ -200,20 +226,25 @@ impl Writer {
                 }
             };
             let Some(Message::User(user)) = messages.first().map(|m| &m.info) else { continue };
-            if user.summary.as_ref().is_some_and(|summary| summary.diffs == diffs) {
+            if state.turn_diffs.get(user_id) == Some(&diffs)
+                || user.summary.as_ref().is_some_and(|summary| summary.diffs == diffs)
+            {
+                turn_diffs.push((user_id.clone(), diffs));
                 continue;
             }
             let mut user = user.clone();
-            user.summary = Some(UserSummary { diffs, ..user.summary.unwrap_or_default() });
+            user.summary = Some(UserSummary { diffs: diffs.clone(), ..user.summary.unwrap_or_default() });
             let message = Message::User(user);
             self.store.upsert_message(&message).await?;
             self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message.clone()) });
+            turn_diffs.push((user_id.clone(), diffs));
             written.push(message);
         }
         let span = snapshot_span(history).map(|(from, to)| (from.to_owned(), to.to_owned()));
         for message in written {
             state.mirror.update_info(message);
         }
+        state.turn_diffs.extend(turn_diffs);
         for ((from, to), diffs) in computed {
             state.remember(&from, &to, &diffs);
         }
@@ -237,9 +268,36 @@ impl Writer {
             let patch = SessionPatch { summary: Some(Some(summary)), ..SessionPatch::default() };
             let session = self.store.update_session(session_id, patch).await?;
             self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session) });
-            self.bus.publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
+            self.bus
+                .publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
         }
         state.session_span = Some((from, to));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diff(file: &str) -> Vec<FileDiff> {
+        vec![FileDiff { file: file.to_owned(), patch: None, additions: 1, deletions: 0, status: None }]
+    }
+
+    #[test]
+    fn a_remembered_diff_is_found_by_both_trees_and_the_oldest_goes_first() {
+        let mut state = WorkerState::default();
+        state.remember("a", "b", &diff("one"));
+        assert_eq!(state.remembered("a", "b"), Some(&diff("one")));
+        assert_eq!(state.remembered("b", "a"), None, "a span has a direction");
+        // Remembering a span again keeps the first answer (the same trees, the same diff).
+        state.remember("a", "b", &diff("other"));
+        assert_eq!(state.remembered("a", "b"), Some(&diff("one")));
+        for n in 0..REMEMBERED_DIFFS {
+            state.remember("a", &format!("c{n}"), &diff("later"));
+        }
+        assert_eq!(state.diffs.len(), REMEMBERED_DIFFS);
+        assert_eq!(state.remembered("a", "b"), None, "the oldest span was let go");
+        assert!(state.remembered("a", &format!("c{}", REMEMBERED_DIFFS - 1)).is_some());
     }
 }

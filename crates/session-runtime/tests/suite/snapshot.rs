@@ -178,3 +178,32 @@ async fn spec_13_a_snapshot_directory_made_by_the_git_binary_opens_and_reports_i
     assert!(report.bytes > 0 && report.bytes < report.max_bytes, "{report:?}");
     assert_eq!(report.last_housekeeping_ms, None, "no pass ran yet");
 }
+
+#[tokio::test]
+async fn spec_13_the_patch_between_two_snapshots_is_the_patch_right_after_the_second() {
+    let f = folder(true);
+    write(&f.work.join("src/keep.rs"), "pub fn keep() {}\n");
+    write(&f.work.join("src/edit.rs"), "pub fn edit() {}\n");
+    write(&f.work.join("src/gone.rs"), "pub fn gone() {}\n");
+    let snapshots = GitSnapshotter::open(&f.work, &f.data).await.expect("snapshots");
+    let start = snapshots.track().await.expect("the start snapshot");
+    // A step that only read: the same tree, and no patch.
+    let same = snapshots.track().await.expect("an unchanged snapshot");
+    assert_eq!(same, start);
+    assert!(snapshots.patch_between(&start, &same).await.is_empty());
+    // A step that wrote, created and deleted files.
+    write(&f.work.join("src/edit.rs"), "pub fn edit() { todo!() }\n");
+    write(&f.work.join("src/new.rs"), "pub fn new() {}\n");
+    std::fs::remove_file(f.work.join("src/gone.rs")).unwrap();
+    let finish = snapshots.track().await.expect("the finish snapshot");
+    let mut between = snapshots.patch_between(&start, &finish).await;
+    let mut since = snapshots.patch(&start).await;
+    between.sort();
+    since.sort();
+    let expected: Vec<String> =
+        ["src/edit.rs", "src/gone.rs", "src/new.rs"].iter().map(|file| absolute(&f.work, file)).collect();
+    assert_eq!(between, expected);
+    assert_eq!(since, expected, "the two trees' patch is the worktree's patch right after the second");
+    // A hash that names no snapshot gives an empty patch, as `patch` does on a git failure.
+    assert!(snapshots.patch_between(&start, &"0".repeat(40)).await.is_empty());
+}
