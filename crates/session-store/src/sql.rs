@@ -104,7 +104,8 @@ macro_rules! statements {
                 "SELECT id, session_id, message_id, type, ", $money_out,
                 ", data FROM parts WHERE session_id = $1 AND message_id >= $2 ORDER BY message_id, id"
             ),
-            count_messages: "SELECT COUNT(*) FROM messages WHERE session_id = $1",
+            // A row only when the session exists: the check and the count in one statement.
+            count_messages: "SELECT (SELECT COUNT(*) FROM messages WHERE session_id = $1) FROM sessions WHERE id = $1",
             select_part: concat!(
                 "SELECT id, session_id, message_id, type, ", $money_out, ", data FROM parts WHERE id = $1"
             ),

@@ -187,6 +187,10 @@ pub async fn assemble(
         });
     }
 
+    // The sandbox's kernel probe (a short-lived process) runs while the store opens.
+    let (sandbox, at) = sandbox_of(&config, setup);
+    sandbox.probe_in_background();
+    let probed = sandbox.clone();
     std::fs::create_dir_all(&setup.data_dir)
         .map_err(|source| ComposeError::DataDir { path: setup.data_dir.display().to_string(), source })?;
     let store = open_store(
@@ -209,8 +213,6 @@ pub async fn assemble(
     registry.register_builtin(task.clone());
     // MCP servers start when the first model request needs tools, not here.
     // Local servers whose config says `sandbox: true` run under the same sandbox.
-    let (sandbox, at) = sandbox_of(&config, setup);
-    let sandbox_warning = sandbox.warning();
     let mcp = Arc::new(McpManager::confined(mcp_servers(&config.mcp, &setup.cwd)?, at));
     let mut executor = ToolExecutor::new(registry, workspace, permissions.clone())
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
@@ -261,6 +263,8 @@ pub async fn assemble(
     let runtime = Arc::new(runtime);
     task.attach(&runtime);
     let database = setup.db.clone().or_else(|| config.database.clone()).filter(|d| !d.trim().is_empty());
+    // Last: by now the probe started before the store opened has most likely finished.
+    let sandbox_warning = probed.warning();
     Ok(Assembled {
         runtime,
         store,

@@ -101,15 +101,15 @@ impl<DB: Backend> Engine<DB> {
     ) -> StoreResult<HistoryTail> {
         self.flush_session(Some(session_id)).await?;
         let mut tx = self.begin_read().await?;
-        require_session::<DB>(&mut tx, session_id).await?;
-        let loaded = load::<DB>(&mut tx, session_id, Some(from)).await?;
+        // Read after every step: the session's check and its message count are one statement.
         let row = query::<DB>(DB::sql().count_messages)
             .bind(session_id.as_str())
             .fetch_optional(&mut *tx)
             .await
             .map_err(StoreError::from_db)?
-            .ok_or_else(|| StoreError::from_db(sqlx::Error::RowNotFound))?;
+            .ok_or_else(|| StoreError::not_found(EntityKind::Session, session_id))?;
         let total_messages = u64::try_from(DB::integer(&row, 0).map_err(StoreError::from_db)?).unwrap_or(0);
+        let loaded = load::<DB>(&mut tx, session_id, Some(from)).await?;
         tx.commit().await.map_err(StoreError::from_db)?;
         Ok(HistoryTail { history: assemble(loaded), total_messages })
     }

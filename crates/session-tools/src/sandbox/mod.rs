@@ -28,7 +28,7 @@ mod unsupported;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use session_core::permission::wildcard_match;
 
@@ -203,7 +203,9 @@ pub struct Confined {
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     settings: Arc<SandboxSettings>,
-    support: KernelSupport,
+    /// Probed on first use (or by [`Sandbox::probe_in_background`]), shared by the clones: the
+    /// probe starts a process, which a command that never runs a shell should not wait for.
+    support: Arc<OnceLock<KernelSupport>>,
 }
 
 impl Default for Sandbox {
@@ -213,19 +215,33 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
-    /// A sandbox with `settings` on this kernel (probes it).
+    /// A sandbox with `settings` on this kernel (probed when first needed).
     pub fn new(settings: SandboxSettings) -> Self {
-        let support = if settings.mode == SandboxMode::Off {
-            KernelSupport::unsupported()
-        } else {
-            KernelSupport::probe()
-        };
-        Self::with_support(settings, support)
+        if settings.mode == SandboxMode::Off {
+            return Self::with_support(settings, KernelSupport::unsupported());
+        }
+        Self { settings: Arc::new(settings), support: Arc::new(OnceLock::new()) }
     }
 
     /// A sandbox with `settings` on a kernel that offers `support` (tests inject it).
     pub fn with_support(settings: SandboxSettings, support: KernelSupport) -> Self {
-        Self { settings: Arc::new(settings), support }
+        Self { settings: Arc::new(settings), support: Arc::new(OnceLock::from(support)) }
+    }
+
+    /// Probes the kernel on a thread of its own when that is still to do, so that start-up
+    /// goes on meanwhile; the first use waits for it.
+    pub fn probe_in_background(&self) {
+        if self.support.get().is_some() {
+            return;
+        }
+        let support = Arc::clone(&self.support);
+        let spawned = std::thread::Builder::new().name("sandbox-probe".to_owned()).spawn(move || {
+            support.get_or_init(KernelSupport::probe);
+        });
+        if let Err(error) = spawned {
+            // The first use probes instead.
+            tracing::debug!(%error, "the sandbox probe thread did not start");
+        }
     }
 
     /// No sandbox: every command runs unconfined.
@@ -241,9 +257,9 @@ impl Sandbox {
         &self.settings
     }
 
-    /// What the kernel offers.
+    /// What the kernel offers (probed now when nothing probed it yet).
     pub fn support(&self) -> KernelSupport {
-        self.support
+        *self.support.get_or_init(KernelSupport::probe)
     }
 
     /// This sandbox with at least `mode`'s strictness (the plan agent's commands run
@@ -256,7 +272,7 @@ impl Sandbox {
         }
         let mut settings = (*self.settings).clone();
         settings.mode = stricter;
-        Self::with_support(settings, self.support)
+        Self { settings: Arc::new(settings), support: Arc::clone(&self.support) }
     }
 
     /// The one warning to show at start when the configuration cannot be enforced as written,
@@ -265,7 +281,7 @@ impl Sandbox {
         if self.settings.mode == SandboxMode::Off {
             return None;
         }
-        if !self.support.can_confine() {
+        if !self.support().can_confine() {
             let consequence = match self.settings.enforcement {
                 Enforcement::BestEffort => "commands run unconfined (sandbox.enforcement \"best-effort\")",
                 Enforcement::Required => "commands are refused (sandbox.enforcement \"required\")",
@@ -276,7 +292,7 @@ impl Sandbox {
                 self.unsupported_reason()
             ));
         }
-        if !self.settings.git_writable && self.support.namespaces == Namespaces::Unavailable {
+        if !self.settings.git_writable && self.support().namespaces == Namespaces::Unavailable {
             return Some(format!(
                 "sandbox {}: no mount namespace is available (unprivileged user namespaces are off), so the \
                  workspace's .git stays writable to commands",
@@ -290,7 +306,7 @@ impl Sandbox {
         if !cfg!(target_os = "linux") {
             return "there is no sandbox on this operating system".to_owned();
         }
-        match self.support.landlock_abi {
+        match self.support().landlock_abi {
             0 => "the kernel has no Landlock (or it is disabled)".to_owned(),
             abi => format!(
                 "the kernel's Landlock ABI is {abi}, the sandbox needs {REQUIRED_LANDLOCK_ABI} (Linux 6.2)"
@@ -327,7 +343,7 @@ impl Sandbox {
         if excluded {
             return Ok(Confinement::Unconfined("the command matches sandbox.exclude".to_owned()));
         }
-        if !self.support.can_confine() {
+        if !self.support().can_confine() {
             return match self.settings.enforcement {
                 Enforcement::Required => Err(ToolError::Sandbox {
                     reason: format!(
@@ -357,7 +373,7 @@ impl Sandbox {
         let git = target.workspace.join(".git");
         let git_read_only = (self.settings.mode == SandboxMode::WorkspaceWrite
             && !self.settings.git_writable
-            && self.support.namespaces != Namespaces::Unavailable
+            && self.support().namespaces != Namespaces::Unavailable
             && git.is_dir())
         .then_some(git);
         Ok(Confinement::Confined(Confined {
@@ -379,7 +395,7 @@ impl Sandbox {
     ) -> Result<Confinement, ToolError> {
         let confinement = self.decide(target, excluded)?;
         if let Confinement::Confined(confined) = &confinement {
-            platform::install(command, confined, self.support)?;
+            platform::install(command, confined, self.support())?;
         }
         Ok(confinement)
     }
