@@ -264,9 +264,8 @@ impl<'a> StepDriver<'a> {
         let mut failure = None;
         // Consecutive message and part writes go to the store as one transaction (a step-finish
         // part with the message totals it changes, a tool part's pending and running states),
-        // and their events are published once it committed, in order. Any other effect that
-        // reaches the store or the bus first commits what is pending, so neither ever sees
-        // effects out of order.
+        // and their events are published once it committed, in order. Any other effect first
+        // commits what is pending, so the store and the bus never see effects out of order.
         let mut pending = PendingWrites::default();
         while let Some(effect) = self.processor.poll_effect() {
             let effect = match effect {
@@ -287,13 +286,7 @@ impl<'a> StepDriver<'a> {
                 }
                 other => other,
             };
-            // Snapshots and the settled-step mark reach neither the store nor the bus: what is
-            // pending goes on filling, so a step's closing writes (its step-finish part, the
-            // message totals, what settling adds) make one transaction, not one per effect.
-            if !matches!(effect, Effect::TakeSnapshot(_) | Effect::ComputePatch { .. } | Effect::StepSettled)
-            {
-                self.runtime.commit_writes(&mut pending).await?;
-            }
+            self.runtime.commit_writes(&mut pending).await?;
             let answer = self.answer(effect).await?;
             let now = self.now();
             if let Some(input) = answer
