@@ -84,7 +84,7 @@ impl Processor {
     fn cleanup_patch(&mut self, now: u64) {
         if let Some(hash) = self.snapshot.clone() {
             self.phase = Phase::CleanupPatch;
-            self.effects.push_back(Effect::ComputePatch { hash });
+            self.effects.push_back(Effect::ComputePatch { hash, to: None });
         } else {
             self.finish_cleanup(now);
         }

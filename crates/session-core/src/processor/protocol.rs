@@ -81,6 +81,9 @@ pub enum Effect {
     ComputePatch {
         /// The snapshot to diff against.
         hash: String,
+        /// The step's closing snapshot when it was just taken: the worktree is that tree, so
+        /// the patch is the difference of the two trees (no second pass over the worktree).
+        to: Option<String>,
     },
     /// Ask the `doom_loop` permission; answer with [`Input::PermissionReply`].
     AskPermission {

@@ -102,10 +102,11 @@ impl Processor {
 
     /// SPEC 4, from step 2 on (step 1, the end snapshot, is `completed`).
     pub(super) fn settle_step(&mut self, finish: StepFinish, completed: Option<String>, now: u64) {
+        let to = completed.clone();
         self.record_step_finish(finish, completed, now);
         if let Some(hash) = self.snapshot.clone() {
             self.phase = Phase::AwaitStepPatch;
-            self.effects.push_back(Effect::ComputePatch { hash });
+            self.effects.push_back(Effect::ComputePatch { hash, to });
         } else {
             self.after_patch();
         }

@@ -107,7 +107,7 @@ fn drive(config: ProcessorConfig, summary: bool, script: Vec<Step>, answers: Ans
                     let hash = answers.snapshots.then(|| format!("tree{snapshot_counter}"));
                     pending.push_back(Input::Snapshot(hash));
                 }
-                Effect::ComputePatch { hash } => {
+                Effect::ComputePatch { hash, .. } => {
                     log.push(format!("patch against {hash}"));
                     pending.push_back(Input::Patch(answers.patch_files.clone()));
                 }

@@ -146,9 +146,19 @@ impl GitSnapshotter {
         self
     }
 
-    /// Worktree-relative paths as the absolute forward-slash paths a patch part lists.
-    fn absolute(&self, paths: Vec<PathBuf>) -> Vec<String> {
-        paths.into_iter().map(|path| self.worktree.join(path).to_string_lossy().replace('\\', "/")).collect()
+    /// A listing of worktree-relative paths as the absolute forward-slash paths a patch part
+    /// lists; empty (and logged) when git failed.
+    fn patch_files(&self, listed: Result<Vec<PathBuf>, String>) -> Vec<String> {
+        match listed {
+            Ok(paths) => paths
+                .into_iter()
+                .map(|path| self.worktree.join(path).to_string_lossy().replace('\\', "/"))
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, "snapshot: listing the changed files failed");
+                Vec::new()
+            }
+        }
     }
 
     /// The snapshot repository's git directory.
@@ -268,13 +278,7 @@ impl Snapshotter for GitSnapshotter {
     async fn patch(&self, hash: &str) -> Vec<String> {
         let _writing = self.lock.lock().await;
         let hash = hash.to_owned();
-        match self.with_repo(move |repo| repo.changed_since(&hash)).await {
-            Ok(paths) => self.absolute(paths),
-            Err(error) => {
-                tracing::warn!(%error, "snapshot: listing the changed files failed");
-                Vec::new()
-            }
-        }
+        self.patch_files(self.with_repo(move |repo| repo.changed_since(&hash)).await)
     }
 
     async fn patch_between(&self, from: &str, to: &str) -> Vec<String> {
@@ -283,13 +287,7 @@ impl Snapshotter for GitSnapshotter {
             return Vec::new();
         }
         let (from, to) = (from.to_owned(), to.to_owned());
-        match self.with_repo(move |repo| repo.changed_between(&from, &to)).await {
-            Ok(paths) => self.absolute(paths),
-            Err(error) => {
-                tracing::warn!(%error, "snapshot: listing the changed files failed");
-                Vec::new()
-            }
-        }
+        self.patch_files(self.with_repo(move |repo| repo.changed_between(&from, &to)).await)
     }
 
     async fn diff(&self, hash: &str) -> Option<String> {

@@ -178,15 +178,14 @@ impl SnapshotRepo {
     /// Worktree-relative paths of the files that differ between the tree `hash` and the
     /// worktree now (staged first).
     pub(super) fn changed_since(&self, hash: &str) -> Result<Vec<PathBuf>, String> {
-        let diff = self.diff_to_worktree(hash)?;
-        Ok(diff.deltas().filter_map(|delta| delta_path(&delta).map(Path::to_path_buf)).collect())
+        Ok(changed_paths(&self.diff_to_worktree(hash)?))
     }
 
     /// Worktree-relative paths of the files that differ between the trees `from` and `to`.
     pub(super) fn changed_between(&self, from: &str, to: &str) -> Result<Vec<PathBuf>, String> {
         let (from, to) = (self.tree(from)?, self.tree(to)?);
         let diff = self.repo.diff_tree_to_tree(Some(&from), Some(&to), None).map_err(message)?;
-        Ok(diff.deltas().filter_map(|delta| delta_path(&delta).map(Path::to_path_buf)).collect())
+        Ok(changed_paths(&diff))
     }
 
     /// The unified diff from the tree `hash` to the worktree now, as `git diff` prints it.
@@ -269,6 +268,11 @@ impl SnapshotRepo {
 }
 
 /// The path a change is about: the new file's, or the old one's for a deletion.
+/// The paths a diff touches, worktree-relative.
+fn changed_paths(diff: &Diff<'_>) -> Vec<PathBuf> {
+    diff.deltas().filter_map(|delta| delta_path(&delta).map(Path::to_path_buf)).collect()
+}
+
 fn delta_path<'a>(delta: &'a DiffDelta<'_>) -> Option<&'a Path> {
     delta.new_file().path().or_else(|| delta.old_file().path())
 }

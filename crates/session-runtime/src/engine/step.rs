@@ -9,8 +9,8 @@ use futures_util::StreamExt as _;
 use session_core::{
     AssistantMessage, LlmEvent, Message, MessageError, MessageId, Part, PartKind, SessionId,
     permission::ToolCallRef, processor::Effect, processor::Input, processor::Outcome, processor::Processor,
-    processor::ProcessorError, processor::SnapshotPurpose, processor::ToolSettlement, processor::Waiting,
-    retry::RetryDecision, retry::RetryRequest, retry::decide,
+    processor::ProcessorError, processor::ToolSettlement, processor::Waiting, retry::RetryDecision,
+    retry::RetryRequest, retry::decide,
 };
 use session_llm::LlmRequest;
 use session_store::{PartDelta, WriteBatch};
@@ -48,9 +48,6 @@ pub(super) struct StepDriver<'a> {
     tracker: CallTracker,
     scope: CallScope,
     outcome: Option<Outcome>,
-    /// The step-finish snapshot just taken, for the step patch that follows it: the patch is
-    /// then the difference of two trees, not another pass over the worktree.
-    finish_snapshot: Option<String>,
 }
 
 /// How reading one attempt's stream ended.
@@ -71,15 +68,7 @@ impl<'a> StepDriver<'a> {
             ruleset: Arc::new(context.agent.ruleset.clone()),
             abort: context.cancel.child_token(),
         };
-        Self {
-            runtime,
-            context,
-            processor,
-            tracker: CallTracker::new(),
-            scope,
-            outcome: None,
-            finish_snapshot: None,
-        }
+        Self { runtime, context, processor, tracker: CallTracker::new(), scope, outcome: None }
     }
 
     fn now(&self) -> u64 {
@@ -325,14 +314,9 @@ impl<'a> StepDriver<'a> {
                     .await?;
                 None
             }
-            Effect::TakeSnapshot(purpose) => {
-                let hash = runtime.snapshots.track().await;
-                self.finish_snapshot = hash.clone().filter(|_| purpose == SnapshotPurpose::StepFinish);
-                Some(Input::Snapshot(hash))
-            }
-            Effect::ComputePatch { hash } => Some(Input::Patch(match self.finish_snapshot.take() {
-                // Right after the step's closing snapshot the worktree is that tree.
-                Some(finish) => runtime.snapshots.patch_between(&hash, &finish).await,
+            Effect::TakeSnapshot(_) => Some(Input::Snapshot(runtime.snapshots.track().await)),
+            Effect::ComputePatch { hash, to } => Some(Input::Patch(match to {
+                Some(to) => runtime.snapshots.patch_between(&hash, &to).await,
                 None => runtime.snapshots.patch(&hash).await,
             })),
             Effect::AskPermission { call_id, request } => {
