@@ -339,3 +339,41 @@ pub(crate) fn part_columns<DB: Backend>(row: &DB::Row) -> Result<StoredPartRow<'
         data: DB::text(row, 5)?,
     })
 }
+
+/// One row of [`Sql::select_history`](crate::sql::Sql::select_history).
+pub(crate) enum HistoryRow<'a> {
+    /// The session exists and holds this many messages (the first row).
+    Session { total_messages: u64 },
+    /// A message row.
+    Message(StoredMessageRow<'a>),
+    /// A part row.
+    Part(StoredPartRow<'a>),
+}
+
+/// Reads a row of the history statement by its kind column; `None` for a kind it never
+/// returns.
+pub(crate) fn history_row<DB: Backend>(row: &DB::Row) -> Result<Option<HistoryRow<'_>>, sqlx::Error> {
+    Ok(match DB::integer(row, 0)? {
+        0 => Some(HistoryRow::Session {
+            // A COUNT(*) as text: the column is text in every row.
+            total_messages: DB::text(row, 6)?
+                .parse()
+                .map_err(|error| sqlx::Error::Decode(Box::new(error)))?,
+        }),
+        1 => Some(HistoryRow::Message(StoredMessageRow {
+            id: DB::text(row, 1)?,
+            session_id: DB::text(row, 2)?,
+            cost: DB::optional_text(row, 5)?,
+            data: DB::text(row, 6)?,
+        })),
+        2 => Some(HistoryRow::Part(StoredPartRow {
+            id: DB::text(row, 1)?,
+            session_id: DB::text(row, 2)?,
+            message_id: DB::text(row, 3)?,
+            kind: DB::text(row, 4)?,
+            cost: DB::optional_text(row, 5)?,
+            data: DB::text(row, 6)?,
+        })),
+        _ => None,
+    })
+}

@@ -3,6 +3,10 @@
 //! statement, atomic without a transaction. Statements are counted because each one costs
 //! thread hand-offs (SQLite) or a network round trip (PostgreSQL).
 //!
+//! A message row carries when the store wrote it (`touched`): a trigger moves its session's
+//! updated time in the same statement (migration 0003), so a group of messages alone is one
+//! statement too.
+//!
 //! The ownership guard of an upsert (a message stays in its session, a part in its message)
 //! fails loudly: on a mismatch the conflict clause sets the owner column to NULL, which the
 //! NOT NULL constraint refuses, so the whole statement fails instead of skipping a row.
@@ -18,8 +22,8 @@ use crate::util::to_db;
 /// A group of writes, deduplicated: the last write of an id wins, as it would in order.
 #[derive(Debug, Default)]
 pub(crate) struct Plan<'a> {
-    pub messages: Vec<&'a MessageRow>,
-    pub touches: Vec<(&'a str, u64)>,
+    /// Messages, each with when it was written (which touches its session).
+    pub messages: Vec<(&'a MessageRow, u64)>,
     pub parts: Vec<&'a PartRow>,
 }
 
@@ -30,26 +34,17 @@ impl<'a> Plan<'a> {
         let mut plan = Plan::default();
         let mut messages: HashMap<&str, usize> = HashMap::new();
         let mut parts: HashMap<&str, usize> = HashMap::new();
-        let mut touches: HashMap<&str, usize> = HashMap::new();
         for row in groups.iter().flat_map(|rows| rows.iter()) {
             match row {
-                RowWrite::Message(m, touched) => {
-                    match messages.get(m.id.as_str()) {
-                        Some(&at) if plan.messages[at].session_id != m.session_id => return None,
-                        Some(&at) => plan.messages[at] = m,
-                        None => {
-                            messages.insert(&m.id, plan.messages.len());
-                            plan.messages.push(m);
-                        }
+                RowWrite::Message(m, touched) => match messages.get(m.id.as_str()) {
+                    Some(&at) if plan.messages[at].0.session_id != m.session_id => return None,
+                    // The session's time never moves back: the latest touch of the id wins.
+                    Some(&at) => plan.messages[at] = (m, plan.messages[at].1.max(*touched)),
+                    None => {
+                        messages.insert(&m.id, plan.messages.len());
+                        plan.messages.push((m, *touched));
                     }
-                    match touches.get(m.session_id.as_str()) {
-                        Some(&at) => plan.touches[at].1 = plan.touches[at].1.max(*touched),
-                        None => {
-                            touches.insert(&m.session_id, plan.touches.len());
-                            plan.touches.push((&m.session_id, *touched));
-                        }
-                    }
-                }
+                },
                 RowWrite::Part(p) => match parts.get(p.id.as_str()) {
                     Some(&at) if plan.parts[at].message_id != p.message_id => return None,
                     Some(&at) => plan.parts[at] = p,
@@ -63,9 +58,14 @@ impl<'a> Plan<'a> {
         Some(plan)
     }
 
-    /// True when the plan is one statement, atomic by itself: parts only, few enough.
+    /// True when the plan is one statement, atomic by itself: messages only or parts only,
+    /// few enough.
     pub(crate) fn is_one_statement(&self) -> bool {
-        self.messages.is_empty() && !self.parts.is_empty() && self.parts.len() <= MAX_ROWS
+        match (self.messages.len(), self.parts.len()) {
+            (0, parts) => (1..=MAX_ROWS).contains(&parts),
+            (messages, 0) => messages <= MAX_ROWS,
+            _ => false,
+        }
     }
 
     /// How many rows it writes.
@@ -78,31 +78,25 @@ fn chunk_sizes(len: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..len).step_by(MAX_ROWS).map(move |start| (start, MAX_ROWS.min(len - start)))
 }
 
-/// Writes a plan: messages, then the sessions they touch, then parts. A failure names the
+/// Writes a plan: messages (touching their sessions), then parts. A failure names the
 /// first row of the statement that failed; write one by one to learn the exact row.
 pub(crate) async fn write_plan<DB: Backend>(conn: &mut DB::Connection, plan: &Plan<'_>) -> StoreResult<()> {
     let bulk = DB::bulk();
     for (start, size) in chunk_sizes(plan.messages.len()) {
         let rows = &plan.messages[start..start + size];
         let mut statement = query::<DB>(bulk.messages(size));
-        for m in rows {
-            statement = statement.bind_message(m);
+        for (m, touched) in rows {
+            statement = statement.bind_message(m).bind(to_db(*touched));
         }
+        let first = &rows[0].0.id;
         let result = statement
             .execute(&mut *conn)
             .await
-            .map_err(|e| StoreError::on_write(e, EntityKind::Message, &rows[0].id))?;
+            .map_err(|e| StoreError::on_write(e, EntityKind::Message, first))?;
+        // Rows changed by the statement itself (the triggers' session updates do not count).
         if DB::rows_affected(&result) != size as u64 {
-            return Err(StoreError::AlreadyExists { kind: EntityKind::Message, id: rows[0].id.clone() });
+            return Err(StoreError::AlreadyExists { kind: EntityKind::Message, id: first.clone() });
         }
-    }
-    for (session_id, touched) in &plan.touches {
-        query::<DB>(DB::sql().touch_session)
-            .bind(*session_id)
-            .bind(to_db(*touched))
-            .execute(&mut *conn)
-            .await
-            .map_err(StoreError::from_db)?;
     }
     for (start, size) in chunk_sizes(plan.parts.len()) {
         let rows = &plan.parts[start..start + size];
@@ -125,12 +119,8 @@ pub(crate) async fn write_plan<DB: Backend>(conn: &mut DB::Connection, plan: &Pl
 pub(crate) async fn write_each<DB: Backend>(conn: &mut DB::Connection, rows: &[RowWrite]) -> StoreResult<()> {
     for row in rows {
         let plan = match row {
-            RowWrite::Message(m, touched) => Plan {
-                messages: vec![m],
-                touches: vec![(m.session_id.as_str(), *touched)],
-                parts: Vec::new(),
-            },
-            RowWrite::Part(p) => Plan { messages: Vec::new(), touches: Vec::new(), parts: vec![p] },
+            RowWrite::Message(m, touched) => Plan { messages: vec![(m, *touched)], parts: Vec::new() },
+            RowWrite::Part(p) => Plan { messages: Vec::new(), parts: vec![p] },
         };
         write_plan::<DB>(conn, &plan).await?;
     }

@@ -22,18 +22,14 @@ pub(crate) struct Sql {
     pub select_session: &'static str,
     pub session_exists: &'static str,
     pub update_session: &'static str,
-    pub touch_session: &'static str,
     pub list_sessions: &'static str,
     pub child_sessions: &'static str,
     pub delete_session: &'static str,
     pub insert_message: &'static str,
     pub insert_part: &'static str,
-    pub select_messages: &'static str,
-    pub select_parts: &'static str,
-    /// The messages of a session from an id on, and their parts (a history's tail).
-    pub select_messages_from: &'static str,
-    pub select_parts_from: &'static str,
-    pub count_messages: &'static str,
+    /// A session's history from a message id on (`''` for all of it), in one statement: see
+    /// [`HistoryRow`](crate::backend::HistoryRow) for its rows.
+    pub select_history: &'static str,
     pub select_part: &'static str,
     pub message_ids_from: &'static str,
     pub message_ids_after: &'static str,
@@ -71,7 +67,6 @@ macro_rules! statements {
                              FROM sessions WHERE id = $1",
             session_exists: "SELECT id FROM sessions WHERE id = $1",
             update_session: "UPDATE sessions SET title = $2, time_updated = $3, data = $4 WHERE id = $1",
-            touch_session: "UPDATE sessions SET time_updated = $2 WHERE id = $1 AND time_updated < $2",
             list_sessions: "SELECT id, parent_id, title, time_created, time_updated, data FROM sessions \
                             WHERE ($1 IS NULL OR directory = $1) AND ($2 = FALSE OR parent_id IS NULL) \
                             AND ($3 IS NULL OR time_updated < $3 OR (time_updated = $3 AND id > $4)) \
@@ -87,25 +82,20 @@ macro_rules! statements {
                  VALUES ($1, $2, $3, $4, $5, ",
                 $mi_open, "$6", $mi_close, ", $7)"
             ),
-            select_messages: concat!(
-                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 ORDER BY id"
+            // One statement is one snapshot on both backends (no transaction) and one round
+            // trip (to SQLite's connection thread, or over the network): the session's row
+            // with its message count (no row when it does not exist), then its messages, then
+            // their parts, each message's parts in id order, as the decoder needs them. The
+            // columns: row kind, id, session_id, message_id, type, cost, data.
+            select_history: concat!(
+                "SELECT CAST(0 AS BIGINT), id, id, '', '', NULL, \
+                 CAST((SELECT COUNT(*) FROM messages WHERE session_id = $1) AS TEXT) FROM sessions WHERE id = $1 \
+                 UNION ALL SELECT CAST(1 AS BIGINT), id, session_id, id, '', ", $money_out, ", data \
+                 FROM messages WHERE session_id = $1 AND id >= $2 \
+                 UNION ALL SELECT CAST(2 AS BIGINT), id, session_id, message_id, type, ", $money_out, ", data \
+                 FROM parts WHERE session_id = $1 AND message_id >= $2 \
+                 ORDER BY 1, 4, 2"
             ),
-            // Parts in their index's order, (message, id): each message's parts in id order,
-            // read without a sort.
-            select_parts: concat!(
-                "SELECT id, session_id, message_id, type, ", $money_out,
-                ", data FROM parts WHERE session_id = $1 ORDER BY message_id, id"
-            ),
-            select_messages_from: concat!(
-                "SELECT id, session_id, ", $money_out, ", data FROM messages WHERE session_id = $1 AND id >= $2 \
-                 ORDER BY id"
-            ),
-            select_parts_from: concat!(
-                "SELECT id, session_id, message_id, type, ", $money_out,
-                ", data FROM parts WHERE session_id = $1 AND message_id >= $2 ORDER BY message_id, id"
-            ),
-            // A row only when the session exists: the check and the count in one statement.
-            count_messages: "SELECT (SELECT COUNT(*) FROM messages WHERE session_id = $1) FROM sessions WHERE id = $1",
             select_part: concat!(
                 "SELECT id, session_id, message_id, type, ", $money_out, ", data FROM parts WHERE id = $1"
             ),
@@ -194,11 +184,12 @@ impl BulkSql {
         self.messages.get(rows.wrapping_sub(1)).map_or("", |slot| {
             slot.get_or_init(|| {
                 format!(
-                    "INSERT INTO messages (id, session_id, role, open, cost, data) VALUES {} \
+                    "INSERT INTO messages (id, session_id, role, open, cost, data, touched) VALUES {} \
                      ON CONFLICT (id) DO UPDATE SET session_id = CASE WHEN messages.session_id = \
                      excluded.session_id THEN excluded.session_id END, role = excluded.role, \
-                     open = excluded.open, cost = excluded.cost, data = excluded.data",
-                    values(self.sql, 6, 5, rows)
+                     open = excluded.open, cost = excluded.cost, data = excluded.data, \
+                     touched = excluded.touched",
+                    values(self.sql, 7, 5, rows)
                 )
             })
         })
@@ -280,7 +271,7 @@ mod tests {
     fn statements_number_their_placeholders() {
         let bulk = BulkSql::build(postgres());
         assert!(bulk.parts(1).contains("VALUES ($1, $2, $3, $4, $5, CAST($6 AS NUMERIC), $7) ON CONFLICT"));
-        assert!(bulk.messages(2).contains("($7, $8, $9, $10, CAST($11 AS NUMERIC), $12) ON CONFLICT"));
+        assert!(bulk.messages(2).contains("($8, $9, $10, $11, CAST($12 AS NUMERIC), $13, $14) ON CONFLICT"));
         assert_eq!(bulk.parts(0), "");
         assert_eq!(bulk.parts(MAX_ROWS + 1), "");
         let sqlite = BulkSql::build(sqlite());

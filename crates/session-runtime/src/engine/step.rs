@@ -273,6 +273,24 @@ impl<'a> StepDriver<'a> {
                     pending.events.push(BusEvent::MessageUpdated { info: Box::new(message) });
                     continue;
                 }
+                // Marks answered by nothing, so the writes before them need not be committed yet.
+                // (The processor's cleanup asks for idle, but the run still holds the session:
+                // its summaries, the lease, a joined prompt; the run loop publishes idle once,
+                // when the session is free.)
+                Effect::StepSettled | Effect::SetIdle => continue,
+                // With snapshots off a snapshot is answered at once, touching nothing, so the
+                // writes around it make one transaction (a step's closing part, its message
+                // totals and the tool result before them). With snapshots on, the writes are
+                // committed first: clients see them before the snapshot's worktree walk.
+                Effect::TakeSnapshot(_) if !self.runtime.snapshots.is_on() => {
+                    let now = self.now();
+                    if let Err(ProcessorError::Stream(error)) =
+                        self.processor.handle(Input::Snapshot(None), now)
+                    {
+                        failure = Some(error);
+                    }
+                    continue;
+                }
                 other => other,
             };
             self.runtime.commit_writes(&mut pending).await?;
@@ -293,7 +311,8 @@ impl<'a> StepDriver<'a> {
         let runtime = self.runtime;
         let session_id = self.context.session_id;
         Ok(match effect {
-            Effect::UpsertPart(_) | Effect::UpsertMessage(_) => None,
+            // Carried out by `carry_out` itself.
+            Effect::UpsertPart(_) | Effect::UpsertMessage(_) | Effect::StepSettled | Effect::SetIdle => None,
             Effect::PartDelta { message_id, part_id, field, delta } => {
                 runtime.bus.publish(BusEvent::PartDelta {
                     session_id: session_id.clone(),
@@ -345,7 +364,6 @@ impl<'a> StepDriver<'a> {
                 self.tracker.spawn(runtime.tools.clone(), call, self.scope.clone());
                 None
             }
-            Effect::StepSettled => None,
             Effect::AwaitToolCalls { .. } => {
                 let settlement = self.tracker.wait_all(CLEANUP_GRACE).await;
                 for update in settlement.updates {
@@ -363,10 +381,6 @@ impl<'a> StepDriver<'a> {
                 runtime.bus.publish(BusEvent::SessionError { session_id: session_id.clone(), error: *error });
                 None
             }
-            // The processor's cleanup asks for idle, but the run still holds the session (its
-            // summaries, the lease, a joined prompt): the run loop publishes idle once, when
-            // the session is free.
-            Effect::SetIdle => None,
             Effect::Done(result) => {
                 self.outcome = Some(result);
                 None

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use session_core::{Message, MessageId, MessageWithParts, Part, PartId, PartKind, SessionId};
 
-use super::sessions::{read_session, require_session, write_session};
+use super::sessions::{read_session, write_session};
 use super::{Engine, report_skipped};
-use crate::backend::{Backend, message_columns, part_columns, query};
+use crate::backend::{Backend, HistoryRow, Target, history_row, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
 use crate::model::{
     HistoryTail, PartDelta, RawPart, Removed, RevertPoint, SessionHistory, SkippedRow, WriteBatch,
@@ -87,10 +87,7 @@ impl<DB: Backend> Engine<DB> {
 
     pub(crate) async fn load_history(&self, session_id: &SessionId) -> StoreResult<SessionHistory> {
         self.flush_session(Some(session_id)).await?;
-        let mut tx = self.begin_read().await?;
-        require_session::<DB>(&mut tx, session_id).await?;
-        let loaded = load::<DB>(&mut tx, session_id, None).await?;
-        tx.commit().await.map_err(StoreError::from_db)?;
+        let (loaded, _) = load::<DB>(&self.pool, session_id, None).await?;
         Ok(assemble(loaded))
     }
 
@@ -100,17 +97,7 @@ impl<DB: Backend> Engine<DB> {
         from: &MessageId,
     ) -> StoreResult<HistoryTail> {
         self.flush_session(Some(session_id)).await?;
-        let mut tx = self.begin_read().await?;
-        // Read after every step: the session's check and its message count are one statement.
-        let row = query::<DB>(DB::sql().count_messages)
-            .bind(session_id.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(StoreError::from_db)?
-            .ok_or_else(|| StoreError::not_found(EntityKind::Session, session_id))?;
-        let total_messages = u64::try_from(DB::integer(&row, 0).map_err(StoreError::from_db)?).unwrap_or(0);
-        let loaded = load::<DB>(&mut tx, session_id, Some(from)).await?;
-        tx.commit().await.map_err(StoreError::from_db)?;
+        let (loaded, total_messages) = load::<DB>(&self.pool, session_id, Some(from)).await?;
         Ok(HistoryTail { history: assemble(loaded), total_messages })
     }
 
@@ -188,55 +175,57 @@ fn assemble(loaded: Loaded) -> SessionHistory {
 }
 
 /// Reads and decodes a session's messages and parts (those from the message `from` on, when
-/// given); columns are read in place, without copies.
-pub(super) async fn load<DB: Backend>(
-    conn: &mut DB::Connection,
+/// given) in one statement, with the count of all its messages; columns are read in place,
+/// without copies.
+pub(super) async fn load<'e, DB: Backend>(
+    on: impl Into<Target<'e, DB>>,
     session_id: &SessionId,
     from: Option<&MessageId>,
-) -> StoreResult<Loaded> {
+) -> StoreResult<(Loaded, u64)> {
     let mut loaded = Loaded { messages: Vec::new(), parts: Vec::new(), skipped: Vec::new() };
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let sql = DB::sql();
-    let messages = match from {
-        Some(from) => query::<DB>(sql.select_messages_from).bind(session_id.as_str()).bind(from.as_str()),
-        None => query::<DB>(sql.select_messages).bind(session_id.as_str()),
-    };
-    let message_rows = messages.fetch_all(&mut *conn).await.map_err(StoreError::from_db)?;
-    for row in &message_rows {
-        match rows::decode_message(&message_columns::<DB>(row)?) {
-            Ok(message) => {
-                index.insert(message.id().to_string(), loaded.messages.len());
-                loaded.messages.push(message);
-                loaded.parts.push(Vec::new());
-            }
-            Err(skipped) => loaded.skipped.push(skipped),
-        }
-    }
+    let mut index: HashMap<&str, usize> = HashMap::new();
     // Fetched whole, then decoded: decoding while rows stream in makes SQLite's worker
     // thread and the reader hand every row over one by one, which is slower.
-    let parts = match from {
-        Some(from) => query::<DB>(sql.select_parts_from).bind(session_id.as_str()).bind(from.as_str()),
-        None => query::<DB>(sql.select_parts).bind(session_id.as_str()),
-    };
-    let part_rows = parts.fetch_all(&mut *conn).await.map_err(StoreError::from_db)?;
-    for row in &part_rows {
-        let stored = part_columns::<DB>(row)?;
-        let Some(&at) = index.get(stored.message_id) else {
-            loaded.skipped.push(SkippedRow {
-                kind: EntityKind::Part,
-                id: stored.id.to_owned(),
-                session_id: stored.session_id.to_owned(),
-                message_id: Some(stored.message_id.to_owned()),
-                reason: "its message is unreadable".to_owned(),
-            });
-            continue;
-        };
-        match rows::decode_part(&stored) {
-            DecodedPart::Known(part) => loaded.parts[at].push(Placed::Known(part)),
-            DecodedPart::Unknown(raw) => loaded.parts[at].push(Placed::Unknown(raw)),
-            DecodedPart::Bad(skipped) => loaded.skipped.push(skipped),
+    let rows = query::<DB>(DB::sql().select_history)
+        .bind(session_id.as_str())
+        .bind(from.map_or("", MessageId::as_str))
+        .fetch_all(on)
+        .await
+        .map_err(StoreError::from_db)?;
+    let mut total_messages = None;
+    for row in &rows {
+        match history_row::<DB>(row)? {
+            Some(HistoryRow::Session { total_messages: total }) => total_messages = Some(total),
+            Some(HistoryRow::Message(stored)) => match rows::decode_message(&stored) {
+                Ok(message) => {
+                    index.insert(stored.id, loaded.messages.len());
+                    loaded.messages.push(message);
+                    loaded.parts.push(Vec::new());
+                }
+                Err(skipped) => loaded.skipped.push(skipped),
+            },
+            Some(HistoryRow::Part(stored)) => {
+                let Some(&at) = index.get(stored.message_id) else {
+                    loaded.skipped.push(SkippedRow {
+                        kind: EntityKind::Part,
+                        id: stored.id.to_owned(),
+                        session_id: stored.session_id.to_owned(),
+                        message_id: Some(stored.message_id.to_owned()),
+                        reason: "its message is unreadable".to_owned(),
+                    });
+                    continue;
+                };
+                match rows::decode_part(&stored) {
+                    DecodedPart::Known(part) => loaded.parts[at].push(Placed::Known(part)),
+                    DecodedPart::Unknown(raw) => loaded.parts[at].push(Placed::Unknown(raw)),
+                    DecodedPart::Bad(skipped) => loaded.skipped.push(skipped),
+                }
+            }
+            None => {}
         }
     }
+    let total_messages =
+        total_messages.ok_or_else(|| StoreError::not_found(EntityKind::Session, session_id))?;
     report_skipped(&loaded.skipped);
-    Ok(loaded)
+    Ok((loaded, total_messages))
 }

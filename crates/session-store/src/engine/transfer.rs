@@ -23,7 +23,7 @@ impl<DB: Backend> Engine<DB> {
         let now = self.now();
         let mut tx = self.begin_write().await?;
         let source = read_session::<DB>(&mut tx, id).await?;
-        let loaded = load::<DB>(&mut tx, id, None).await?;
+        let (loaded, _) = load::<DB>(&mut *tx, id, None).await?;
         if let Some(at) = at
             && !loaded.messages.iter().any(|m| m.id() == at)
         {
@@ -108,7 +108,7 @@ impl<DB: Backend> Engine<DB> {
         self.flush_session(Some(id)).await?;
         let mut tx = self.begin_read().await?;
         let info = read_session::<DB>(&mut tx, id).await?;
-        let loaded = load::<DB>(&mut tx, id, None).await?;
+        let (loaded, _) = load::<DB>(&mut *tx, id, None).await?;
         tx.commit().await.map_err(StoreError::from_db)?;
         let messages = loaded
             .messages

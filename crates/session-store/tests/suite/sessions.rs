@@ -135,8 +135,22 @@ async fn message_writes_touch_the_session(db: &TestDb) {
     assert_eq!(session.time.updated, 5_000);
     clock.set(9_000);
     let mut fx = Fx::new(&session.id);
-    store.upsert_message(&fx.user()).await.unwrap();
+    let user = fx.user();
+    store.upsert_message(&user).await.unwrap();
     assert_eq!(store.get_session(&session.id).await.unwrap().time.updated, 9_000);
+    // Writing the message again (an update, the trigger's other path) moves it on too...
+    clock.set(12_000);
+    store.upsert_message(&user).await.unwrap();
+    assert_eq!(store.get_session(&session.id).await.unwrap().time.updated, 12_000);
+    // ...but never back, and a commit of messages with parts touches it as well.
+    clock.set(7_000);
+    store.upsert_message(&user).await.unwrap();
+    assert_eq!(store.get_session(&session.id).await.unwrap().time.updated, 12_000);
+    clock.set(15_000);
+    let answer = fx.assistant(user.id());
+    let part = fx.text(&answer.id, "an answer", false);
+    store.commit(&WriteBatch::new().message(Message::Assistant(answer)).part(part)).await.unwrap();
+    assert_eq!(store.get_session(&session.id).await.unwrap().time.updated, 15_000);
     store.close().await.unwrap();
 }
 
