@@ -11,7 +11,7 @@ use session_core::{
     processor::Processor, processor::ProcessorConfig, retry::RetryConfig,
 };
 use session_llm::{CatalogModel, Provider, ToolSpec};
-use session_store::{NewSession, Session, Store};
+use session_store::{NewSession, Session, Store, WriteBatch};
 use session_tools::ToolExecutor;
 
 use super::agent::{Agent, environment_prompt, utc_date};
@@ -410,23 +410,27 @@ impl Runtime {
         self.store_user_message(user, parts).await
     }
 
-    /// Stores `user` and a part for each of `parts`, publishing each once written.
+    /// Stores `user` and a part for each of `parts` in one transaction (a prompt is never
+    /// half written), then publishes each.
     pub(super) async fn store_user_message(
         &self,
         user: UserMessage,
         parts: Vec<PartKind>,
     ) -> Result<UserMessage, RuntimeError> {
-        let message = Message::User(user.clone());
-        self.store.upsert_message(&message).await?;
-        self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message) });
+        let mut batch = WriteBatch::new().message(Message::User(user.clone()));
         for kind in parts {
-            let part = Part {
+            batch = batch.part(Part {
                 id: self.next_id(),
                 session_id: user.session_id.clone(),
                 message_id: user.id.clone(),
                 kind,
-            };
-            self.store.upsert_part(&part).await?;
+            });
+        }
+        self.store.commit(&batch).await?;
+        for message in batch.messages {
+            self.bus.publish(BusEvent::MessageUpdated { info: Box::new(message) });
+        }
+        for part in batch.parts {
             self.bus.publish(BusEvent::PartUpdated { part: Box::new(part) });
         }
         Ok(user)

@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures_util::StreamExt as _;
+use futures_util::{FutureExt as _, StreamExt as _};
 use session_core::{
     AssistantMessage, LlmEvent, Message, MessageError, MessageId, Part, PartKind, SessionId,
     permission::ToolCallRef, processor::Effect, processor::Input, processor::Outcome, processor::Processor,
     processor::ProcessorError, processor::ToolSettlement, processor::Waiting, retry::RetryDecision,
     retry::RetryRequest, retry::decide,
 };
-use session_llm::LlmRequest;
+use session_llm::{LlmError, LlmRequest};
 use session_store::{PartDelta, WriteBatch};
 use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, TodoWriteTool, Tool as _, ToolInvocation};
 use tokio_util::sync::CancellationToken;
@@ -48,6 +48,10 @@ pub(super) struct StepDriver<'a> {
     tracker: CallTracker,
     scope: CallScope,
     outcome: Option<Outcome>,
+    /// Writes of effects carried out but not committed yet: they go to the store (and their
+    /// events to the bus) in one transaction before the driver waits for anything or carries
+    /// out an effect other than a write, so no one ever sees effects out of order.
+    pending: PendingWrites,
 }
 
 /// How reading one attempt's stream ended.
@@ -68,7 +72,15 @@ impl<'a> StepDriver<'a> {
             ruleset: Arc::new(context.agent.ruleset.clone()),
             abort: context.cancel.child_token(),
         };
-        Self { runtime, context, processor, tracker: CallTracker::new(), scope, outcome: None }
+        Self {
+            runtime,
+            context,
+            processor,
+            tracker: CallTracker::new(),
+            scope,
+            outcome: None,
+            pending: PendingWrites::default(),
+        }
     }
 
     fn now(&self) -> u64 {
@@ -92,6 +104,8 @@ impl<'a> StepDriver<'a> {
                 };
             }
             if let Some(error) = failure.take() {
+                // The failed attempt's writes go out before the retry status and its wait.
+                self.commit_pending().await?;
                 if self.context.cancel.is_cancelled() {
                     self.interrupt().await?;
                     break;
@@ -131,6 +145,7 @@ impl<'a> StepDriver<'a> {
             }
             break;
         }
+        self.commit_pending().await?;
         let outcome = self.outcome.unwrap_or(Outcome::Stop);
         Ok((outcome, self.processor.message().clone()))
     }
@@ -144,6 +159,8 @@ impl<'a> StepDriver<'a> {
         let mut stream = self.context.provider.client.stream(attempt_request);
         let mut stream_open = true;
         let mut tool_started = false;
+        // The stream's next item when it was already there after the last input.
+        let mut ready = None;
         loop {
             if self.outcome.is_some() {
                 return Ok(AttemptEnd::Settled);
@@ -152,7 +169,19 @@ impl<'a> StepDriver<'a> {
             // Nothing left to wait for: the stream is over and every tool settled.
             let input = if !reading && self.tracker.is_empty() {
                 Input::EndOfStream
+            } else if let Some(item) = ready.take().filter(|_| reading && !self.context.cancel.is_cancelled())
+            {
+                match stream_item(item, tool_started) {
+                    StreamItem::Input(input) => input,
+                    StreamItem::Closed => {
+                        stream_open = false;
+                        continue;
+                    }
+                    StreamItem::Failed(error) => return Ok(AttemptEnd::Failed(error)),
+                }
             } else {
+                // Nothing is known to come next: what is pending goes out before the wait.
+                self.commit_pending().await?;
                 tokio::select! {
                     biased;
                     () = self.context.cancel.cancelled() => {
@@ -163,18 +192,13 @@ impl<'a> StepDriver<'a> {
                         Some(update) => update.into_input(),
                         None => continue,
                     },
-                    event = stream.next(), if reading => match event {
-                        Some(Ok(event)) => Input::Event(sane_usage(event)),
-                        Some(Err(error)) => {
-                            let error = error.to_message_error();
-                            // SPEC 7.3: never replay a stream whose tools already ran.
-                            let error = if tool_started { retry_unsafe(error) } else { error };
-                            return Ok(AttemptEnd::Failed(error));
-                        }
-                        None => {
+                    item = stream.next(), if reading => match stream_item(item, tool_started) {
+                        StreamItem::Input(input) => input,
+                        StreamItem::Closed => {
                             stream_open = false;
                             continue;
                         }
+                        StreamItem::Failed(error) => return Ok(AttemptEnd::Failed(error)),
                     },
                 }
             };
@@ -195,6 +219,10 @@ impl<'a> StepDriver<'a> {
             if interrupt {
                 // Finish cleanup now: the stream is abandoned.
                 self.finish().await?;
+            } else if stream_open && self.processor.wants_events() {
+                // An event already there is handled before the pending writes are committed:
+                // a burst (a step's start and its tool call) makes one transaction.
+                ready = stream.next().now_or_never();
             }
         }
     }
@@ -247,15 +275,21 @@ impl<'a> StepDriver<'a> {
         Ok(())
     }
 
+    /// Commits the pending writes in one transaction, then publishes their events.
+    async fn commit_pending(&mut self) -> Result<(), RuntimeError> {
+        self.runtime.commit_writes(&mut self.pending).await
+    }
+
     /// Carries out every queued effect, answering requests; returns a stream failure if
     /// answering one failed the stream (a rejected doom-loop ask).
     async fn carry_out(&mut self) -> Result<Option<MessageError>, RuntimeError> {
         let mut failure = None;
         // Consecutive message and part writes go to the store as one transaction (a step-finish
-        // part with the message totals it changes, a tool part's pending and running states),
-        // and their events are published once it committed, in order. Any other effect first
-        // commits what is pending, so the store and the bus never see effects out of order.
-        let mut pending = PendingWrites::default();
+        // part with the message totals it changes, a tool part's pending and running states,
+        // the message's completion at the end of the stream), and their events are published
+        // once it committed, in order. Any other effect first commits what is pending, so the
+        // store and the bus never see effects out of order; the rest stays pending until the
+        // driver waits (see `pending`).
         while let Some(effect) = self.processor.poll_effect() {
             let effect = match effect {
                 Effect::UpsertPart(part) => {
@@ -263,14 +297,14 @@ impl<'a> StepDriver<'a> {
                     // once: the processor is again its only holder, so its next change to the
                     // part (a text delta) copies nothing.
                     let part = Part::clone(&part);
-                    pending.batch.parts.push(part.clone());
-                    pending.events.push(BusEvent::PartUpdated { part: Box::new(part) });
+                    self.pending.batch.parts.push(part.clone());
+                    self.pending.events.push(BusEvent::PartUpdated { part: Box::new(part) });
                     continue;
                 }
                 Effect::UpsertMessage(message) => {
                     let message = Message::Assistant(*message);
-                    pending.batch.messages.push(message.clone());
-                    pending.events.push(BusEvent::MessageUpdated { info: Box::new(message) });
+                    self.pending.batch.messages.push(message.clone());
+                    self.pending.events.push(BusEvent::MessageUpdated { info: Box::new(message) });
                     continue;
                 }
                 // Marks answered by nothing, so the writes before them need not be committed yet.
@@ -293,7 +327,7 @@ impl<'a> StepDriver<'a> {
                 }
                 other => other,
             };
-            self.runtime.commit_writes(&mut pending).await?;
+            self.commit_pending().await?;
             let answer = self.answer(effect).await?;
             let now = self.now();
             if let Some(input) = answer
@@ -302,7 +336,6 @@ impl<'a> StepDriver<'a> {
                 failure = Some(error);
             }
         }
-        self.runtime.commit_writes(&mut pending).await?;
         Ok(failure)
     }
 
@@ -386,6 +419,28 @@ impl<'a> StepDriver<'a> {
                 None
             }
         })
+    }
+}
+
+/// What an item of the provider stream means to the step.
+enum StreamItem {
+    /// An event for the processor.
+    Input(Input),
+    /// The stream ended.
+    Closed,
+    /// The stream failed with this error.
+    Failed(MessageError),
+}
+
+fn stream_item(item: Option<Result<LlmEvent, LlmError>>, tool_started: bool) -> StreamItem {
+    match item {
+        Some(Ok(event)) => StreamItem::Input(Input::Event(sane_usage(event))),
+        Some(Err(error)) => {
+            let error = error.to_message_error();
+            // SPEC 7.3: never replay a stream whose tools already ran.
+            StreamItem::Failed(if tool_started { retry_unsafe(error) } else { error })
+        }
+        None => StreamItem::Closed,
     }
 }
 

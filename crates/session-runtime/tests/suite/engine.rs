@@ -329,6 +329,52 @@ async fn a_tool_step_then_a_reply_runs_the_real_tool() {
     assert!(second.contains("tool-result") && second.contains("alpha"), "{second}");
 }
 
+/// The writes of a burst of stream events, and those carried out before the driver next
+/// waits, make one transaction each (issue 25), and the bus still sees every message before
+/// its parts and each tool part's states in order.
+#[tokio::test]
+async fn a_burst_of_events_is_committed_together_and_published_in_order() {
+    let h = harness(
+        vec![tool_turn(&[("c1", "read", json!({"filePath": "notes.txt"}))]), text_turn("Read.")],
+        Reply::Once,
+        BIG,
+        None,
+        false,
+    )
+    .await;
+    let session = h.runtime.create_session(None).await.unwrap();
+    let before = h.store.stats().commits;
+    let mut events = h.runtime.bus().subscribe();
+    let reply = h
+        .runtime
+        .prompt(&session.id, PromptInput { text: "read".into(), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop));
+    // The user message with its part; per step the assistant message, then the stream's burst up to the
+    // tool's start (step start, tool pending and running), then the tool's end with the
+    // step's closing part, totals and completion; the text step's burst holds the text's
+    // start, so its deltas follow it, and its end with the step's close.
+    assert_eq!(h.store.stats().commits - before, 1 + (1 + 1 + 1) + (1 + 1 + 1));
+    let mut seen_messages = std::collections::HashSet::new();
+    let mut tool_states = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        match event {
+            BusEvent::MessageUpdated { info } => {
+                seen_messages.insert(info.id().clone());
+            }
+            BusEvent::PartUpdated { part } => {
+                assert!(seen_messages.contains(&part.message_id), "a part before its message: {part:?}");
+                if let PartKind::Tool(tool) = &part.kind {
+                    tool_states.push(tool.state.status());
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(tool_states, [ToolStatus::Pending, ToolStatus::Running, ToolStatus::Completed]);
+}
+
 #[tokio::test]
 async fn parallel_tool_calls_all_complete() {
     let h = harness(
