@@ -20,6 +20,8 @@ async fn reopening_a_migrated_sqlite_file_writes_nothing() {
     let wal = file.with_extension("db-wal");
     let (file_before, wal_before) = (bytes(&file), bytes(&wal));
     assert!(!file_before.is_empty(), "the first open created the file");
+    // In WAL mode: the header's file format versions (bytes 18 and 19) are 2.
+    assert_eq!(file_before.get(18..20), Some(&[2u8, 2][..]), "the new file is not in WAL mode");
 
     let store = db.open().await;
     // While it is open: a write of any kind would have put frames in the WAL.
