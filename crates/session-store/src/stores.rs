@@ -50,27 +50,34 @@ impl SqliteStore {
             .pragma("cache_size", "-16384")
             // One prepared statement per multi-row size and table, and the rest.
             .statement_cache_capacity(256);
+        // A new file is created and migrated on a connection of its own without syncs
+        // (`synchronous = OFF`): the rollback journal's and the new WAL's fsyncs cost more
+        // than the rest of a run's start (issue 25), and until the migrations end there is
+        // nothing to lose. It closes once the pool is open, so closing does not checkpoint;
+        // the pool's connections sync as `NORMAL`. Any failure there (another process
+        // creating the file at the same moment) leaves the work to the pool's migration.
+        let bootstrap = match config.path.exists() {
+            true => None,
+            false => create_unsynced(&connect).await.ok(),
+        };
         let pool = SqlitePoolOptions::new()
             .max_connections(config.max_connections.max(2))
             // A local file does not go stale: no round trip before each use.
             .test_before_acquire(false)
-            // WAL is persistent: for a file in it already this is a no-op. A new file is
-            // switched without syncing its first page (the rollback journal's four fsyncs
-            // cost more than the rest of a run's start, issue 25), as safe as `NORMAL`
-            // itself: the first checkpoint syncs it, and nothing was written before it.
+            // WAL is set after connecting, once `synchronous` is: sqlx would set it first. It
+            // is persistent: for a file in WAL already this is a no-op, and writes nothing.
             .after_connect(|connection, _| {
                 Box::pin(async move {
-                    sqlx::raw_sql(
-                        "PRAGMA synchronous = OFF; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL",
-                    )
-                    .execute(connection)
-                    .await
-                    .map(drop)
+                    sqlx::raw_sql("PRAGMA journal_mode = WAL").execute(connection).await.map(drop)
                 })
             })
             .connect_with(connect)
             .await
             .map_err(StoreError::from_db)?;
+        if let Some(bootstrap) = bootstrap {
+            // Best effort: the migrations are committed, the pool keeps the file open.
+            let _ = sqlx::Connection::close(bootstrap).await;
+        }
         let mut attempt = 1;
         loop {
             match backend::sqlite_migrator().run(&pool).await {
@@ -85,6 +92,14 @@ impl SqliteStore {
         }
         Ok(Self { engine: Engine::start(pool, options).await? })
     }
+}
+
+/// Creates the database file in WAL mode and migrates it, without syncing.
+async fn create_unsynced(connect: &SqliteConnectOptions) -> Result<sqlx::SqliteConnection, sqlx::Error> {
+    let mut connection = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(connect).await?;
+    sqlx::raw_sql("PRAGMA synchronous = OFF; PRAGMA journal_mode = WAL").execute(&mut connection).await?;
+    backend::sqlite_migrator().run(&mut connection).await?;
+    Ok(connection)
 }
 
 /// The store on PostgreSQL, shared by several runtime instances.
@@ -233,3 +248,32 @@ macro_rules! delegate_store {
 
 delegate_store!(SqliteStore, BackendKind::Sqlite);
 delegate_store!(PgStore, BackendKind::Postgres);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every connection of a store opened on a new file syncs as `NORMAL` once it is open,
+    /// those that created and migrated the file without syncs included.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_new_file_is_synced_as_normal_once_open() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let config = SqliteConfig::new(dir.path().join("new.db"));
+        let store = SqliteStore::open(&config, StoreOptions::default()).await?;
+        let pool = store.engine.pool();
+        let mut held = Vec::new();
+        // Every connection open now, and one more opened after.
+        for _ in 0..=pool.size() {
+            let mut connection = pool.acquire().await?;
+            let (mode,): (i64,) = sqlx::query_as("PRAGMA synchronous").fetch_one(&mut *connection).await?;
+            assert_eq!(mode, 1, "a connection does not sync as NORMAL");
+            let (journal,): (String,) =
+                sqlx::query_as("PRAGMA journal_mode").fetch_one(&mut *connection).await?;
+            assert_eq!(journal, "wal");
+            held.push(connection);
+        }
+        drop(held);
+        store.close().await?;
+        Ok(())
+    }
+}

@@ -110,6 +110,12 @@ impl<DB: Backend> Engine<DB> {
         self.options.clock.now_ms()
     }
 
+    /// The pool, for tests that look at its connections.
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
     pub(crate) fn owner(&self) -> &str {
         &self.owner
     }
