@@ -674,13 +674,23 @@ async fn a_second_prompt_while_busy_joins_the_run_and_shares_its_end() {
         })
     };
     let first = spawn_prompt("x");
-    while !h.runtime.is_busy(&session.id) {
-        tokio::task::yield_now().await;
-    }
-    let second = spawn_prompt("y");
-    // The joined prompt's message is stored at once, for the running loop to pick up.
+    // The run is in its step (its assistant message is stored) before the second prompt
+    // comes: a cancel before any step would leave both prompts without an answer.
     let store = h.store.clone();
     let id = session.id.clone();
+    eventually("the first step", async || {
+        store
+            .load_history(&id)
+            .await
+            .unwrap()
+            .messages
+            .iter()
+            .any(|m| matches!(m.info, Message::Assistant(_)))
+    })
+    .await;
+    assert!(h.runtime.is_busy(&session.id));
+    let second = spawn_prompt("y");
+    // The joined prompt's message is stored at once, for the running loop to pick up.
     eventually("the second user message", async || {
         store
             .load_history(&id)
