@@ -330,13 +330,18 @@ pub(crate) fn message_columns<DB: Backend>(row: &DB::Row) -> Result<StoredMessag
 
 /// The columns of a part row as selected: id, session_id, message_id, type, cost, data.
 pub(crate) fn part_columns<DB: Backend>(row: &DB::Row) -> Result<StoredPartRow<'_>, sqlx::Error> {
+    part_columns_from::<DB>(row, 0)
+}
+
+/// A part row's columns, in [`part_columns`]'s order, from column `first` on.
+fn part_columns_from<DB: Backend>(row: &DB::Row, first: usize) -> Result<StoredPartRow<'_>, sqlx::Error> {
     Ok(StoredPartRow {
-        id: DB::text(row, 0)?,
-        session_id: DB::text(row, 1)?,
-        message_id: DB::text(row, 2)?,
-        kind: DB::text(row, 3)?,
-        cost: DB::optional_text(row, 4)?,
-        data: DB::text(row, 5)?,
+        id: DB::text(row, first)?,
+        session_id: DB::text(row, first + 1)?,
+        message_id: DB::text(row, first + 2)?,
+        kind: DB::text(row, first + 3)?,
+        cost: DB::optional_text(row, first + 4)?,
+        data: DB::text(row, first + 5)?,
     })
 }
 
@@ -366,14 +371,8 @@ pub(crate) fn history_row<DB: Backend>(row: &DB::Row) -> Result<Option<HistoryRo
             cost: DB::optional_text(row, 5)?,
             data: DB::text(row, 6)?,
         })),
-        2 => Some(HistoryRow::Part(StoredPartRow {
-            id: DB::text(row, 1)?,
-            session_id: DB::text(row, 2)?,
-            message_id: DB::text(row, 3)?,
-            kind: DB::text(row, 4)?,
-            cost: DB::optional_text(row, 5)?,
-            data: DB::text(row, 6)?,
-        })),
+        // A part row's own columns follow the kind.
+        2 => Some(HistoryRow::Part(part_columns_from::<DB>(row, 1)?)),
         _ => None,
     })
 }

@@ -74,23 +74,29 @@ impl SqliteStore {
             .connect_with(connect)
             .await
             .map_err(StoreError::from_db)?;
-        if let Some(bootstrap) = bootstrap {
-            // Best effort: the migrations are committed, the pool keeps the file open.
-            let _ = sqlx::Connection::close(bootstrap).await;
-        }
-        let mut attempt = 1;
-        loop {
-            match backend::sqlite_migrator().run(&pool).await {
-                Ok(()) => break,
-                // Another process migrating the same new file at the same moment.
-                Err(_) if attempt < MIGRATION_ATTEMPTS => {
-                    attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
-                }
-                Err(error) => return Err(error.into()),
+        match bootstrap {
+            // Migrated already; closing is best effort (the pool keeps the file open).
+            Some(bootstrap) => {
+                let _ = sqlx::Connection::close(bootstrap).await;
             }
+            None => migrate_sqlite(&pool).await?,
         }
         Ok(Self { engine: Engine::start(pool, options).await? })
+    }
+}
+
+/// Migrates the pool's database, retrying while another process migrates the same new file.
+async fn migrate_sqlite(pool: &sqlx::SqlitePool) -> StoreResult<()> {
+    let mut attempt = 1;
+    loop {
+        match backend::sqlite_migrator().run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(_) if attempt < MIGRATION_ATTEMPTS => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
     }
 }
 

@@ -287,9 +287,9 @@ impl<'a> StepDriver<'a> {
         // Consecutive message and part writes go to the store as one transaction (a step-finish
         // part with the message totals it changes, a tool part's pending and running states,
         // the message's completion at the end of the stream), and their events are published
-        // once it committed, in order. Any other effect first commits what is pending, so the
-        // store and the bus never see effects out of order; the rest stays pending until the
-        // driver waits (see `pending`).
+        // once it committed, in order. Any other effect that touches the outside first commits
+        // what is pending (`commits_before`), so the store and the bus never see effects out of
+        // order; the rest stays pending until the driver waits (see `pending`).
         while let Some(effect) = self.processor.poll_effect() {
             let effect = match effect {
                 Effect::UpsertPart(part) => {
@@ -307,27 +307,11 @@ impl<'a> StepDriver<'a> {
                     self.pending.events.push(BusEvent::MessageUpdated { info: Box::new(message) });
                     continue;
                 }
-                // Marks answered by nothing, so the writes before them need not be committed yet.
-                // (The processor's cleanup asks for idle, but the run still holds the session:
-                // its summaries, the lease, a joined prompt; the run loop publishes idle once,
-                // when the session is free.)
-                Effect::StepSettled | Effect::SetIdle => continue,
-                // With snapshots off a snapshot is answered at once, touching nothing, so the
-                // writes around it make one transaction (a step's closing part, its message
-                // totals and the tool result before them). With snapshots on, the writes are
-                // committed first: clients see them before the snapshot's worktree walk.
-                Effect::TakeSnapshot(_) if !self.runtime.snapshots.is_on() => {
-                    let now = self.now();
-                    if let Err(ProcessorError::Stream(error)) =
-                        self.processor.handle(Input::Snapshot(None), now)
-                    {
-                        failure = Some(error);
-                    }
-                    continue;
-                }
                 other => other,
             };
-            self.commit_pending().await?;
+            if self.commits_before(&effect) {
+                self.commit_pending().await?;
+            }
             let answer = self.answer(effect).await?;
             let now = self.now();
             if let Some(input) = answer
@@ -339,13 +323,33 @@ impl<'a> StepDriver<'a> {
         Ok(failure)
     }
 
+    /// True when the pending writes must reach the store and the bus before `effect` is
+    /// carried out: it touches the outside (a delta, a tool, an ask, the worktree) or ends
+    /// the step. Marks answered by nothing need not, nor does a snapshot while snapshots are
+    /// off (answered at once, touching nothing), so the writes around them make one
+    /// transaction (a step's closing part, its message totals and the tool result before
+    /// them). With snapshots on, the writes come first: clients see them before the
+    /// snapshot's worktree walk.
+    fn commits_before(&self, effect: &Effect) -> bool {
+        match effect {
+            Effect::StepSettled | Effect::SetIdle => false,
+            Effect::TakeSnapshot(_) => self.runtime.snapshots.is_on(),
+            _ => true,
+        }
+    }
+
     /// Carries out one effect other than a write; returns the input that answers it, if any.
     async fn answer(&mut self, effect: Effect) -> Result<Option<Input>, RuntimeError> {
         let runtime = self.runtime;
         let session_id = self.context.session_id;
         Ok(match effect {
             // Carried out by `carry_out` itself.
-            Effect::UpsertPart(_) | Effect::UpsertMessage(_) | Effect::StepSettled | Effect::SetIdle => None,
+            Effect::UpsertPart(_) | Effect::UpsertMessage(_) => None,
+            Effect::StepSettled => None,
+            // The processor's cleanup asks for idle, but the run still holds the session (its
+            // summaries, the lease, a joined prompt): the run loop publishes idle once, when
+            // the session is free.
+            Effect::SetIdle => None,
             Effect::PartDelta { message_id, part_id, field, delta } => {
                 runtime.bus.publish(BusEvent::PartDelta {
                     session_id: session_id.clone(),
