@@ -61,7 +61,8 @@ impl SqliteStore {
             false => create_unsynced(&connect).await.ok(),
         };
         let pool = SqlitePoolOptions::new()
-            .max_connections(config.max_connections.max(2))
+            // One more than configured: the engine keeps one for its reads (engine/kept.rs).
+            .max_connections(config.max_connections.max(2) + 1)
             // A local file does not go stale: no round trip before each use.
             .test_before_acquire(false)
             // WAL is set after connecting, once `synchronous` is: sqlx would set it first. It
@@ -104,8 +105,49 @@ async fn migrate_sqlite(pool: &sqlx::SqlitePool) -> StoreResult<()> {
 async fn create_unsynced(connect: &SqliteConnectOptions) -> Result<sqlx::SqliteConnection, sqlx::Error> {
     let mut connection = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(connect).await?;
     sqlx::raw_sql("PRAGMA synchronous = OFF; PRAGMA journal_mode = WAL").execute(&mut connection).await?;
-    backend::sqlite_migrator().run(&mut connection).await?;
+    migrate_new_file(&mut connection).await?;
     Ok(connection)
+}
+
+/// Migrates a new, empty file in two round trips: sqlx makes its migrations table (so that
+/// its migrator reads the file as its own at every later open), then one batch runs every
+/// migration and records it, with its checksum, in one transaction. sqlx's migrator takes
+/// about five round trips and a commit per migration, most of a new file's cost (issue 25).
+/// Only for a file this process just created: nothing else can be in it.
+async fn migrate_new_file(connection: &mut sqlx::SqliteConnection) -> Result<(), sqlx::Error> {
+    use sqlx::migrate::Migrate as _;
+    let migrator = backend::sqlite_migrator();
+    connection.ensure_migrations_table(&migrator.table_name).await.map_err(migrate_error)?;
+    sqlx::raw_sql(AssertSqlSafe(new_file_script(migrator))).execute(&mut *connection).await?;
+    Ok(())
+}
+
+/// The batch of [`migrate_new_file`]: every up migration and its row in sqlx's table, as
+/// sqlx's migrator writes it (an execution time of -1, which sqlx writes before it measures).
+fn new_file_script(migrator: &sqlx::migrate::Migrator) -> String {
+    use std::fmt::Write as _;
+    let mut script = String::from("BEGIN;\n");
+    for migration in migrator.iter().filter(|m| !m.migration_type.is_down_migration()) {
+        script.push_str(migration.sql.as_str());
+        let checksum: String = migration.checksum.iter().map(|byte| format!("{byte:02x}")).collect();
+        let _ = write!(
+            script,
+            ";\nINSERT INTO {} (version, description, success, checksum, execution_time) \
+             VALUES ({}, '{}', TRUE, X'{checksum}', -1);\n",
+            migrator.table_name,
+            migration.version,
+            migration.description.replace('\'', "''"),
+        );
+    }
+    script.push_str("COMMIT;\n");
+    script
+}
+
+fn migrate_error(error: sqlx::migrate::MigrateError) -> sqlx::Error {
+    match error {
+        sqlx::migrate::MigrateError::Execute(error) => error,
+        other => sqlx::Error::Migrate(Box::new(other)),
+    }
 }
 
 /// The store on PostgreSQL, shared by several runtime instances.
@@ -138,7 +180,8 @@ impl PgStore {
             .map_err(StoreError::from_db)?;
         let _ = sqlx::Connection::close(probe).await;
         let pool = PgPoolOptions::new()
-            .max_connections(config.max_connections.max(2))
+            // One more than configured: the engine keeps one for its reads (engine/kept.rs).
+            .max_connections(config.max_connections.max(2) + 1)
             .acquire_timeout(config.acquire_timeout)
             .connect_with(connect)
             .await
@@ -280,6 +323,91 @@ mod tests {
         }
         drop(held);
         store.close().await?;
+        Ok(())
+    }
+
+    /// A new file migrated in one batch holds what sqlx's migrator makes, to the row of its
+    /// migrations table, and the migrator then takes it as its own (nothing to apply).
+    #[tokio::test]
+    async fn a_new_file_migrated_in_one_batch_equals_sqlx_migrating_it()
+    -> Result<(), Box<dyn std::error::Error>> {
+        use sqlx::Connection as _;
+        let dir = tempfile::tempdir()?;
+        let open =
+            |name: &str| SqliteConnectOptions::new().filename(dir.path().join(name)).create_if_missing(true);
+        let mut batch = sqlx::SqliteConnection::connect_with(&open("batch.db")).await?;
+        migrate_new_file(&mut batch).await?;
+        let mut sqlx_made = sqlx::SqliteConnection::connect_with(&open("sqlx.db")).await?;
+        backend::sqlite_migrator().run(&mut sqlx_made).await?;
+        type Rows = Vec<(String, String, Option<String>)>;
+        const SCHEMA: &str = "SELECT type, name, sql FROM sqlite_master ORDER BY type, name";
+        const APPLIED: &str =
+            "SELECT version, description, success, checksum FROM _sqlx_migrations ORDER BY version";
+        let schema: Rows = sqlx::query_as(SCHEMA).fetch_all(&mut batch).await?;
+        assert_eq!(
+            schema,
+            sqlx::query_as::<_, (String, String, Option<String>)>(SCHEMA).fetch_all(&mut sqlx_made).await?
+        );
+        assert!(schema.iter().any(|(_, name, _)| name == "parts"), "no schema: {schema:?}");
+        type Applied = Vec<(i64, String, bool, Vec<u8>)>;
+        let applied: Applied = sqlx::query_as(APPLIED).fetch_all(&mut batch).await?;
+        assert_eq!(
+            applied,
+            sqlx::query_as::<_, (i64, String, bool, Vec<u8>)>(APPLIED).fetch_all(&mut sqlx_made).await?
+        );
+        assert_eq!(applied.len(), backend::sqlite_migrator().iter().count());
+        backend::sqlite_migrator().run(&mut batch).await?;
+        let again: Applied = sqlx::query_as(APPLIED).fetch_all(&mut batch).await?;
+        assert_eq!(again, applied, "sqlx's migrator applied something again");
+        Ok(())
+    }
+
+    /// Operations one after another run on the engine's kept connection: the pool opens no
+    /// connection per read, and a failed one hands the kept connection back without losing it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn operations_in_turn_share_the_kept_connection() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let store =
+            SqliteStore::open(&SqliteConfig::new(dir.path().join("kept.db")), StoreOptions::default())
+                .await?;
+        let session = store.create_session(crate::NewSession::new("p1", "/work")).await?;
+        let opened = store.engine.pool().size();
+        for _ in 0..50 {
+            store.get_session(&session.id).await?;
+            store.load_history(&session.id).await?;
+        }
+        assert!(opened <= 2, "{opened} connections for one session");
+        assert_eq!(store.engine.pool().size(), opened, "reads in turn opened connections");
+        // A failure hands the kept connection back to the pool; the next operation keeps one.
+        for _ in 0..5 {
+            assert!(store.get_session(&SessionId::new_unchecked("ses_missing")).await.is_err());
+            assert_eq!(store.get_session(&session.id).await?.id, session.id);
+        }
+        store.close().await?;
+        Ok(())
+    }
+
+    /// A write transaction that fails on the kept connection gives SQLite's write lock up at
+    /// once: sqlx only queues the rollback, which the pool sends when the connection comes back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_transaction_on_the_kept_connection_lets_the_write_lock_go()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let config = SqliteConfig {
+            busy_timeout: Duration::from_millis(500),
+            ..SqliteConfig::new(dir.path().join("lock.db"))
+        };
+        let owner = |name: &str| StoreOptions { owner: Some(name.into()), ..StoreOptions::default() };
+        let first = SqliteStore::open(&config, owner("first")).await?;
+        let second = SqliteStore::open(&config, owner("second")).await?;
+        let session = first.create_session(crate::NewSession::new("p1", "/work")).await?;
+        first.acquire_lease(&session.id).await?;
+        // Refused inside its `BEGIN IMMEDIATE` transaction.
+        assert!(matches!(second.acquire_lease(&session.id).await, Err(StoreError::Leased { .. })));
+        let patch = crate::SessionPatch { title: Some("renamed".into()), ..crate::SessionPatch::default() };
+        assert_eq!(first.update_session(&session.id, patch).await?.title, "renamed");
+        second.close().await?;
+        first.close().await?;
         Ok(())
     }
 }

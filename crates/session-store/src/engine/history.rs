@@ -87,7 +87,9 @@ impl<DB: Backend> Engine<DB> {
 
     pub(crate) async fn load_history(&self, session_id: &SessionId) -> StoreResult<SessionHistory> {
         self.flush_session(Some(session_id)).await?;
-        let (loaded, _) = load::<DB>(&self.pool, session_id, None).await?;
+        let mut conn = self.conn().await?;
+        let result = load::<DB>(conn.get()?, session_id, None).await;
+        let (loaded, _) = conn.check(result)?;
         Ok(assemble(loaded))
     }
 
@@ -97,7 +99,9 @@ impl<DB: Backend> Engine<DB> {
         from: &MessageId,
     ) -> StoreResult<HistoryTail> {
         self.flush_session(Some(session_id)).await?;
-        let (loaded, total_messages) = load::<DB>(&self.pool, session_id, Some(from)).await?;
+        let mut conn = self.conn().await?;
+        let result = load::<DB>(conn.get()?, session_id, Some(from)).await;
+        let (loaded, total_messages) = conn.check(result)?;
         Ok(HistoryTail { history: assemble(loaded), total_messages })
     }
 

@@ -5,9 +5,9 @@ use std::sync::PoisonError;
 
 use session_core::SessionId;
 
-use super::Engine;
 use super::heartbeat::lease_ttl_ms;
 use super::recovery::recover_rows;
+use super::{Engine, begin_write_on};
 use crate::backend::{Backend, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
 use crate::liveness;
@@ -16,9 +16,19 @@ use crate::util::{from_db, to_db};
 
 impl<DB: Backend> Engine<DB> {
     pub(crate) async fn acquire_lease(&self, session_id: &SessionId) -> StoreResult<Lease> {
+        let mut conn = self.conn().await?;
+        let result = self.acquire_lease_on(conn.get()?, session_id).await;
+        conn.check(result)
+    }
+
+    async fn acquire_lease_on(
+        &self,
+        conn: &mut DB::Connection,
+        session_id: &SessionId,
+    ) -> StoreResult<Lease> {
         let now = self.now();
         let expires_at = now.saturating_add(lease_ttl_ms(&self.options));
-        let mut tx = self.begin_write().await?;
+        let mut tx = begin_write_on::<DB>(conn).await?;
         let (owner, expires) = read_lease::<DB>(&mut tx, session_id).await?;
         if let (Some(owner), Some(expires)) = (&owner, expires)
             && owner != &self.owner
@@ -57,19 +67,22 @@ impl<DB: Backend> Engine<DB> {
         self.flush_session(Some(session_id)).await?;
         // The run is over: parts it left streaming need no buffer any more.
         self.forget(vec![session_id.clone()]).await?;
-        query::<DB>(DB::sql().release_lease)
+        let mut conn = self.conn().await?;
+        let result = query::<DB>(DB::sql().release_lease)
             .bind(session_id.as_str())
             .bind(self.owner.as_str())
-            .execute(&self.pool)
+            .execute(conn.get()?)
             .await
-            .map_err(StoreError::from_db)?;
+            .map_err(StoreError::from_db);
+        conn.check(result)?;
         self.held.lock().unwrap_or_else(PoisonError::into_inner).remove(session_id);
         Ok(())
     }
 
     pub(crate) async fn lease(&self, session_id: &SessionId) -> StoreResult<Option<Lease>> {
-        let mut conn = self.pool.acquire().await.map_err(StoreError::from_db)?;
-        let (owner, expires) = read_lease::<DB>(&mut conn, session_id).await?;
+        let mut conn = self.conn().await?;
+        let result = read_lease::<DB>(conn.get()?, session_id).await;
+        let (owner, expires) = conn.check(result)?;
         Ok(match (owner, expires) {
             (Some(owner), Some(expires_at))
                 if expires_at >= self.now() && !liveness::owner_is_dead(&owner) =>
@@ -82,22 +95,26 @@ impl<DB: Backend> Engine<DB> {
 
     pub(crate) async fn recover_expired(&self) -> StoreResult<RecoveryReport> {
         let now = self.now();
-        let expired = query::<DB>(DB::sql().expired_leases)
+        let mut conn = self.conn().await?;
+        let result = query::<DB>(DB::sql().expired_leases)
             .bind(to_db(now))
-            .fetch_all(&self.pool)
+            .fetch_all(conn.get()?)
             .await
-            .map_err(StoreError::from_db)?;
+            .map_err(StoreError::from_db);
+        let expired = conn.check(result)?;
         let mut candidates = Vec::with_capacity(expired.len());
         for row in &expired {
             candidates.push(DB::text(row, 0)?.to_owned());
         }
         // Leases still running their time-to-live whose owner died on this machine (a run
         // killed with SIGKILL) are recovered at once rather than when they expire.
-        let held = query::<DB>(DB::sql().held_leases)
+        let mut conn = self.conn().await?;
+        let result = query::<DB>(DB::sql().held_leases)
             .bind(to_db(now))
-            .fetch_all(&self.pool)
+            .fetch_all(conn.get()?)
             .await
-            .map_err(StoreError::from_db)?;
+            .map_err(StoreError::from_db);
+        let held = conn.check(result)?;
         for row in &held {
             let owner = DB::text(row, 1)?;
             if owner != self.owner && liveness::owner_is_dead(owner) {

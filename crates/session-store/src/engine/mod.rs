@@ -4,6 +4,7 @@
 
 mod heartbeat;
 mod history;
+mod kept;
 mod lease;
 mod recovery;
 mod sessions;
@@ -25,6 +26,7 @@ use crate::model::{SkippedRow, StoreStats};
 use crate::rows::RowWrite;
 use crate::util::Ids;
 use crate::writer::{CacheOp, Command, Counters, Writer};
+use kept::{Conn, KeptConnection};
 
 /// Capacity of the writer's queue; senders wait when it is full.
 const QUEUE: usize = 4096;
@@ -32,6 +34,8 @@ const QUEUE: usize = 4096;
 /// One store on one backend: the pool, the writer task and the lease heartbeat.
 pub(crate) struct Engine<DB: Backend> {
     pool: Pool<DB>,
+    /// Reads and short statements run here while no other operation holds it.
+    kept: KeptConnection<DB>,
     commands: mpsc::Sender<Command>,
     options: StoreOptions,
     owner: String,
@@ -80,6 +84,7 @@ impl<DB: Backend> Engine<DB> {
         ));
         let engine = Self {
             pool,
+            kept: KeptConnection::default(),
             commands,
             options,
             owner,
@@ -146,6 +151,11 @@ impl<DB: Backend> Engine<DB> {
         done.await.map_err(|_| StoreError::Closed)
     }
 
+    /// A connection for one operation: the kept one when free, else one of the pool's.
+    async fn conn(&self) -> StoreResult<Conn<'_, DB>> {
+        self.kept.take(&self.pool).await
+    }
+
     async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, DB>> {
         self.pool.begin_with(DB::sql().begin_write).await.map_err(StoreError::from_db)
     }
@@ -182,9 +192,17 @@ impl<DB: Backend> Engine<DB> {
                 tracing::warn!(session_id = %session_id, %error, "cannot release a lease on close");
             }
         }
+        // The pool's close waits for every connection to come back, the kept one included.
+        self.kept.release().await;
         self.pool.close().await;
         Ok(())
     }
+}
+
+/// A write transaction on `conn` (the kept connection, mostly).
+async fn begin_write_on<DB: Backend>(conn: &mut DB::Connection) -> StoreResult<sqlx::Transaction<'_, DB>> {
+    let statement = sqlx::SqlSafeStr::into_sql_str(DB::sql().begin_write);
+    sqlx::Transaction::begin(conn, Some(statement)).await.map_err(StoreError::from_db)
 }
 
 /// Logs rows that were skipped because they no longer parse.

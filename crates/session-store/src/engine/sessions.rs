@@ -5,7 +5,7 @@ use std::sync::PoisonError;
 
 use session_core::SessionId;
 
-use super::{Engine, report_skipped};
+use super::{Engine, begin_write_on, report_skipped};
 use crate::backend::{Backend, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
 use crate::model::{
@@ -67,9 +67,19 @@ fn corrupt(row: SkippedRow) -> StoreError {
 impl<DB: Backend> Engine<DB> {
     pub(crate) async fn create_session(&self, new: NewSession) -> StoreResult<Session> {
         let now = self.now();
-        let mut conn = self.pool.acquire().await.map_err(StoreError::from_db)?;
+        let mut conn = self.conn().await?;
+        let result = self.create_session_on(conn.get()?, new, now).await;
+        conn.check(result)
+    }
+
+    async fn create_session_on(
+        &self,
+        conn: &mut DB::Connection,
+        new: NewSession,
+        now: u64,
+    ) -> StoreResult<Session> {
         if let Some(parent) = &new.parent_id {
-            require_session::<DB>(&mut conn, parent).await?;
+            require_session::<DB>(conn, parent).await?;
         }
         let id = new.id.unwrap_or_else(|| self.ids.next(now));
         let session = Session {
@@ -85,26 +95,29 @@ impl<DB: Backend> Engine<DB> {
             permission: new.permission,
             extra: serde_json::Map::new(),
         };
-        insert_session::<DB>(&mut conn, &session).await?;
+        insert_session::<DB>(conn, &session).await?;
         Ok(session)
     }
 
     pub(crate) async fn get_session(&self, id: &SessionId) -> StoreResult<Session> {
-        let mut conn = self.pool.acquire().await.map_err(StoreError::from_db)?;
-        read_session::<DB>(&mut conn, id).await
+        let mut conn = self.conn().await?;
+        let result = read_session::<DB>(conn.get()?, id).await;
+        conn.check(result)
     }
 
     pub(crate) async fn list_sessions(&self, list: &ListSessions) -> StoreResult<SessionPage> {
         let limit = list.limit.clamp(1, 1000);
+        let mut conn = self.conn().await?;
         let rows = query::<DB>(DB::sql().list_sessions)
             .bind(list.directory.as_deref())
             .bind(list.roots_only)
             .bind(list.after.as_ref().map(|c| to_db(c.updated)))
             .bind(list.after.as_ref().map(|c| c.id.as_str()).unwrap_or(""))
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(conn.get()?)
             .await
-            .map_err(StoreError::from_db)?;
+            .map_err(StoreError::from_db);
+        let rows = conn.check(rows)?;
         let mut page =
             SessionPage { sessions: Vec::with_capacity(rows.len()), next: None, skipped: Vec::new() };
         let full = rows.len() == limit as usize;
@@ -126,7 +139,18 @@ impl<DB: Backend> Engine<DB> {
     }
 
     pub(crate) async fn update_session(&self, id: &SessionId, patch: SessionPatch) -> StoreResult<Session> {
-        let mut tx = self.begin_write().await?;
+        let mut conn = self.conn().await?;
+        let result = self.update_session_on(conn.get()?, id, patch).await;
+        conn.check(result)
+    }
+
+    async fn update_session_on(
+        &self,
+        conn: &mut DB::Connection,
+        id: &SessionId,
+        patch: SessionPatch,
+    ) -> StoreResult<Session> {
+        let mut tx = begin_write_on::<DB>(conn).await?;
         let mut session = read_session::<DB>(&mut tx, id).await?;
         if let Some(title) = patch.title
             && (!patch.title_only_if_default || session.has_default_title())
