@@ -193,12 +193,18 @@ pub async fn assemble(
     let probed = sandbox.clone();
     std::fs::create_dir_all(&setup.data_dir)
         .map_err(|source| ComposeError::DataDir { path: setup.data_dir.display().to_string(), source })?;
-    let store = open_store(
-        setup.db.as_deref().or(config.database.as_deref()),
-        &setup.data_dir,
-        setup.store_options.clone(),
-    )
-    .await?;
+    // The store opens (for a new SQLite file: creation and migrations, most of a fresh run's
+    // start) on a thread of tokio's blocking pool while this one builds the tools, agents and
+    // instructions (issue 25); nothing below needs it until the runtime is built.
+    let opening = {
+        let database = setup.db.clone().or_else(|| config.database.clone());
+        let data_dir = setup.data_dir.clone();
+        let options = setup.store_options.clone();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            handle.block_on(open_store(database.as_deref(), &data_dir, options))
+        })
+    };
     let permissions = Arc::new(PermissionEngine::new(asker));
     let workspace = Workspace::new(&setup.cwd)?;
     let workspace = match &setup.home {
@@ -254,6 +260,11 @@ pub async fn assemble(
             Some(parse_model_ref(reference).ok_or_else(|| ComposeError::BadModelRef(reference.clone()))?)
         }
         None => None,
+    };
+    let store = match opening.await {
+        Ok(opened) => opened?,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => return Err(ComposeError::Store(session_store::StoreError::Closed)),
     };
     let runtime = Runtime::builder(store.clone(), tools, settings)
         .models(Arc::new(models))
