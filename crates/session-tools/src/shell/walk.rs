@@ -36,7 +36,7 @@ pub(super) fn analyse_source(source: &str, level: usize, out: &mut Analysis) {
         out.cannot("the bash grammar could not be loaded".into());
         return;
     }
-    let Some(tree) = parser.parse(source, None) else {
+    let Some(tree) = parser.parse(parser_safe(source).as_bytes(), None) else {
         out.cannot("the command could not be parsed".into());
         return;
     };
@@ -46,6 +46,29 @@ pub(super) fn analyse_source(source: &str, level: usize, out: &mut Analysis) {
         out.cannot("the command does not parse as bash".into());
     }
     Walker { source, level, out }.walk(root, 0, Context::Code, None);
+}
+
+/// The text the parser reads: `source` with every character above U+00FF replaced by as many
+/// `x` as it has UTF-8 bytes. tree-sitter-bash's scanner (0.25.1) hands the character after a
+/// `{` to C's `isdigit`, which indexes a table of 384 entries: a higher code point reads far
+/// outside it, and `{` followed by U+E0114 killed the process with SIGSEGV (any model could
+/// write that command). Bash reads every non-ASCII character as a word character, as it
+/// reads `x`, so the copy parses to the same tree at the same byte offsets; the walk reads the
+/// words from `source`. A run of one letter is never split by the grammar, so no node ends
+/// inside a replaced character.
+fn parser_safe(source: &str) -> std::borrow::Cow<'_, str> {
+    const HIGHEST_SAFE: char = '\u{ff}';
+    if source.chars().all(|c| c <= HIGHEST_SAFE) {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let mut copy = String::with_capacity(source.len());
+    for c in source.chars() {
+        match c <= HIGHEST_SAFE {
+            true => copy.push(c),
+            false => copy.extend(std::iter::repeat_n('x', c.len_utf8())),
+        }
+    }
+    std::borrow::Cow::Owned(copy)
 }
 
 /// What the text inside a node is to bash.
@@ -432,5 +455,17 @@ mod tests {
         assert_eq!(backtick_bodies("a \\`not\\` b"), Some(vec![]));
         assert_eq!(backtick_bodies("`echo \\`x\\``"), Some(vec!["echo `x`".to_owned()]));
         assert_eq!(backtick_bodies("a `open"), None);
+    }
+
+    #[test]
+    fn the_parser_reads_high_characters_as_letters_at_the_same_offsets() {
+        assert!(matches!(parser_safe("rm -rf 'café' ÿ"), std::borrow::Cow::Borrowed(_)));
+        let source = "rm {\u{e0114} 修复.txt 🕴";
+        let safe = parser_safe(source);
+        assert_eq!(safe, "rm {xxxx xxxxxx.txt xxxx");
+        assert_eq!(safe.len(), source.len());
+        for (at, _) in source.char_indices() {
+            assert!(safe.is_char_boundary(at));
+        }
     }
 }
