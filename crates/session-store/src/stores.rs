@@ -61,8 +61,7 @@ impl SqliteStore {
             false => create_unsynced(&connect).await.ok(),
         };
         let pool = SqlitePoolOptions::new()
-            // One more than configured: the engine keeps one for its reads (engine/kept.rs).
-            .max_connections(config.max_connections.max(2) + 1)
+            .max_connections(pool_size(config.max_connections))
             // A local file does not go stale: no round trip before each use.
             .test_before_acquire(false)
             // WAL is set after connecting, once `synchronous` is: sqlx would set it first. It
@@ -84,6 +83,12 @@ impl SqliteStore {
         }
         Ok(Self { engine: Engine::start(pool, options).await? })
     }
+}
+
+/// The pool's size for `configured` connections: at least two (the writer's and one for
+/// reads), and one more that the engine keeps for its reads (engine/kept.rs).
+fn pool_size(configured: u32) -> u32 {
+    configured.max(2) + 1
 }
 
 /// Migrates the pool's database, retrying while another process migrates the same new file.
@@ -180,8 +185,7 @@ impl PgStore {
             .map_err(StoreError::from_db)?;
         let _ = sqlx::Connection::close(probe).await;
         let pool = PgPoolOptions::new()
-            // One more than configured: the engine keeps one for its reads (engine/kept.rs).
-            .max_connections(config.max_connections.max(2) + 1)
+            .max_connections(pool_size(config.max_connections))
             .acquire_timeout(config.acquire_timeout)
             .connect_with(connect)
             .await

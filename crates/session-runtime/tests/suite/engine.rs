@@ -676,31 +676,16 @@ async fn a_second_prompt_while_busy_joins_the_run_and_shares_its_end() {
     let first = spawn_prompt("x");
     // The run is in its step (its assistant message is stored) before the second prompt
     // comes: a cancel before any step would leave both prompts without an answer.
-    let store = h.store.clone();
     let id = session.id.clone();
     eventually("the first step", async || {
-        store
-            .load_history(&id)
-            .await
-            .unwrap()
-            .messages
-            .iter()
-            .any(|m| matches!(m.info, Message::Assistant(_)))
+        history(&h, &id).await.iter().any(|m| matches!(m.info, Message::Assistant(_)))
     })
     .await;
     assert!(h.runtime.is_busy(&session.id));
     let second = spawn_prompt("y");
     // The joined prompt's message is stored at once, for the running loop to pick up.
     eventually("the second user message", async || {
-        store
-            .load_history(&id)
-            .await
-            .unwrap()
-            .messages
-            .iter()
-            .filter(|m| matches!(m.info, Message::User(_)))
-            .count()
-            == 2
+        history(&h, &id).await.iter().filter(|m| matches!(m.info, Message::User(_))).count() == 2
     })
     .await;
     assert!(h.runtime.cancel(&session.id));

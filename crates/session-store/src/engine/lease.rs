@@ -93,28 +93,36 @@ impl<DB: Backend> Engine<DB> {
         })
     }
 
+    /// The rows of the leases that expired by `now`, and of those still running.
+    async fn leases_to_recover(
+        &self,
+        conn: &mut DB::Connection,
+        now: u64,
+    ) -> StoreResult<(Vec<DB::Row>, Vec<DB::Row>)> {
+        let expired = query::<DB>(DB::sql().expired_leases)
+            .bind(to_db(now))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(StoreError::from_db)?;
+        let held = query::<DB>(DB::sql().held_leases)
+            .bind(to_db(now))
+            .fetch_all(conn)
+            .await
+            .map_err(StoreError::from_db)?;
+        Ok((expired, held))
+    }
+
     pub(crate) async fn recover_expired(&self) -> StoreResult<RecoveryReport> {
         let now = self.now();
         let mut conn = self.conn().await?;
-        let result = query::<DB>(DB::sql().expired_leases)
-            .bind(to_db(now))
-            .fetch_all(conn.get()?)
-            .await
-            .map_err(StoreError::from_db);
-        let expired = conn.check(result)?;
+        let result = self.leases_to_recover(conn.get()?, now).await;
+        let (expired, held) = conn.check(result)?;
         let mut candidates = Vec::with_capacity(expired.len());
         for row in &expired {
             candidates.push(DB::text(row, 0)?.to_owned());
         }
         // Leases still running their time-to-live whose owner died on this machine (a run
         // killed with SIGKILL) are recovered at once rather than when they expire.
-        let mut conn = self.conn().await?;
-        let result = query::<DB>(DB::sql().held_leases)
-            .bind(to_db(now))
-            .fetch_all(conn.get()?)
-            .await
-            .map_err(StoreError::from_db);
-        let held = conn.check(result)?;
         for row in &held {
             let owner = DB::text(row, 1)?;
             if owner != self.owner && liveness::owner_is_dead(owner) {
