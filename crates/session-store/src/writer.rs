@@ -113,6 +113,12 @@ impl<DB: Backend> Writer<DB> {
     /// before it returns.
     pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
         let mut stop_ack = None;
+        // The connection is opened now, while the store's opener recovers leases and its user
+        // builds the rest, not at the first write, which is on the way to a run's first
+        // request (issue 25). A failure here is retried at the first write.
+        if let Err(error) = self.connection().await {
+            tracing::debug!(%error, "the writer's connection did not open at start");
+        }
         loop {
             let received = match self.dirty_since {
                 Some(since) => match tokio::time::timeout_at(since + self.interval, rx.recv()).await {

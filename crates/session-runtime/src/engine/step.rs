@@ -12,10 +12,11 @@ use session_core::{
     processor::ProcessorError, processor::ToolSettlement, processor::Waiting, retry::RetryDecision,
     retry::RetryRequest, retry::decide,
 };
-use session_llm::{LlmError, LlmRequest};
+use session_llm::{LlmError, LlmRequest, LlmStream};
 use session_store::{PartDelta, WriteBatch};
 use session_tools::{CLEANUP_GRACE, CallScope, CallTracker, TodoWriteTool, Tool as _, ToolInvocation};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::agent::Agent;
 use super::bus::BusEvent;
@@ -156,7 +157,7 @@ impl<'a> StepDriver<'a> {
         self.runtime.set_status(self.context.session_id, SessionStatus::Busy);
         let mut attempt_request = request.clone();
         attempt_request.cancel = self.context.cancel.child_token();
-        let mut stream = self.context.provider.client.stream(attempt_request);
+        let mut stream = sent_ahead(self.context.provider.client.stream(attempt_request));
         let mut stream_open = true;
         let mut tool_started = false;
         // The stream's next item when it was already there after the last input.
@@ -446,6 +447,31 @@ fn stream_item(item: Option<Result<LlmEvent, LlmError>>, tool_started: bool) -> 
         }
         None => StreamItem::Closed,
     }
+}
+
+/// `stream` with its request already on its way: a task reads it up to its first event while
+/// the driver commits what is pending (the step's new message, the last step's results), so
+/// the provider's request does not wait for the store (issue 25). Dropping the returned stream
+/// stops the task; after the first event the stream is read directly.
+fn sent_ahead(mut stream: LlmStream) -> LlmStream {
+    let first = AbortOnDropHandle::new(tokio::spawn(async move {
+        let item = stream.next().await;
+        (item, stream)
+    }));
+    futures_util::stream::once(first)
+        .flat_map(|joined| match joined {
+            Ok((Some(item), rest)) => {
+                futures_util::stream::once(std::future::ready(item)).chain(rest).boxed()
+            }
+            Ok((None, _)) => futures_util::stream::empty().boxed(),
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // Cancelled: only when the async runtime shuts down under the step.
+            Err(_) => futures_util::stream::once(std::future::ready(Err(LlmError::Stream {
+                message: "the provider request's task was stopped".to_owned(),
+            })))
+            .boxed(),
+        })
+        .boxed()
 }
 
 /// Writes collected from consecutive effects, committed together.
