@@ -25,9 +25,14 @@ pub(crate) struct PeerRun {
     /// The harness's `first_request_after_s`: from before it writes the agent's config (two
     /// Python starts for OpenCode and ours, one for Codex) to the mock's first request, seconds.
     pub(crate) first_request_harness_s: f64,
-    /// From the agent's own launch to the first request: the harness's figure less the time
-    /// between its start mark and the agent's start (`wall_outer_s - wall_s`), seconds.
+    /// From the agent's own launch to the first request, seconds: for ours, from the stamp
+    /// our launcher writes as it hands over to the binary to the mock's receipt of the request
+    /// (one clock, microseconds); for the peers, the harness's figure less the time between
+    /// its start mark and the agent's start (`wall_outer_s - wall_s`, in `/usr/bin/time`'s
+    /// hundredths of a second).
     pub(crate) first_request_s: f64,
+    /// True when `first_request_s` is timed from our launcher's stamp.
+    pub(crate) first_request_stamped: bool,
     /// The agent's storage after the run, bytes.
     pub(crate) store_bytes: f64,
     /// Requests served.
@@ -90,7 +95,8 @@ pub(crate) fn run(root: &Path, out: &Path, options: &Options) -> Result<Peers> {
     let mut session_bin = None;
     for peer in &options.peers {
         if peer == "session" {
-            session_bin = Some(session_binary(root, options.bin.as_deref())?);
+            let bin = session_binary(root, options.bin.as_deref())?;
+            session_bin = Some(launcher(out, &bin)?);
             agents.push(peer.clone());
         } else if agents.iter().chain(&missing).all(|a| a != peer) {
             agents.push(peer.clone());
@@ -127,7 +133,8 @@ pub(crate) fn run(root: &Path, out: &Path, options: &Options) -> Result<Peers> {
                 let summary = std::fs::read_to_string(dir.join("summary.json"))
                     .ok()
                     .and_then(|text| serde_json::from_str::<Value>(&text).ok());
-                match summary.and_then(|s| parse_run(&s, load)) {
+                let stamp = (peer == "session").then(|| launch_to_first_request(&dir)).flatten();
+                match summary.and_then(|s| parse_run(&s, load, stamp)) {
                     Some(run) => {
                         eprintln!(
                             "    {peer} {name} #{index}: rc {}, wall {:.2} s, cpu {:.2} s, rss {:.0} MB, first request {:.3} s, load {load:.2}",
@@ -175,8 +182,41 @@ pub(crate) fn run(root: &Path, out: &Path, options: &Options) -> Result<Peers> {
     Ok(Peers { rows, missing, command })
 }
 
-/// A run from `summarize.py`'s JSON.
-fn parse_run(summary: &Value, load: f64) -> Option<PeerRun> {
+/// The file beside a run's project folder where our launcher writes when it started the binary.
+const LAUNCH_STAMP: &str = "launched";
+
+/// A launcher of `bin` for the harness, written to `out`: it writes the time (bash's
+/// `EPOCHREALTIME`, the clock of the mock's request times) to [`LAUNCH_STAMP`] in the folder
+/// above its working directory (the run's project), then becomes `bin`. The harness times our
+/// launch only in `/usr/bin/time`'s hundredths of a second, most of our figure; the stamp makes
+/// it exact. The launcher's own start (a bash) counts in our CPU figures.
+fn launcher(out: &Path, bin: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(out).with_context(|| format!("create {}", out.display()))?;
+    let path = out.join("session-launcher");
+    let quoted = bin.display().to_string().replace('\'', r"'\''");
+    let script = format!(
+        "#!/usr/bin/env bash\nprintf '%s\\n' \"$EPOCHREALTIME\" > ../{LAUNCH_STAMP}\nexec '{quoted}' \"$@\"\n"
+    );
+    std::fs::write(&path, script).with_context(|| format!("write {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(path)
+}
+
+/// Seconds from our launcher's stamp to the mock's first request in run folder `dir`.
+fn launch_to_first_request(dir: &Path) -> Option<f64> {
+    let launched: f64 = std::fs::read_to_string(dir.join(LAUNCH_STAMP)).ok()?.trim().parse().ok()?;
+    let requests = std::fs::read_to_string(dir.join("req.jsonl")).ok()?;
+    let first: Value = serde_json::from_str(requests.lines().find(|line| !line.trim().is_empty())?).ok()?;
+    let received = first.get("ts").and_then(Value::as_f64)?;
+    Some(received - launched).filter(|seconds| *seconds >= 0.0)
+}
+
+/// A run from `summarize.py`'s JSON; `stamped` is our own launch-to-request time, when known.
+fn parse_run(summary: &Value, load: f64, stamped: Option<f64>) -> Option<PeerRun> {
     let number = |key: &str| summary.get(key).and_then(Value::as_f64);
     let harness = number("first_request_after_s").unwrap_or(f64::NAN);
     let before_launch = number("wall_outer_s")? - number("wall_s")?;
@@ -186,7 +226,8 @@ fn parse_run(summary: &Value, load: f64) -> Option<PeerRun> {
         cpu_s: number("cpu_s")?,
         max_rss_mb: number("max_rss_mb")?,
         first_request_harness_s: harness,
-        first_request_s: harness - before_launch.max(0.0),
+        first_request_s: stamped.unwrap_or(harness - before_launch.max(0.0)),
+        first_request_stamped: stamped.is_some(),
         store_bytes: summary.pointer("/storage/bytes").and_then(Value::as_f64).unwrap_or(0.0),
         requests: summary.get("requests").and_then(Value::as_i64).unwrap_or(0),
         load,
@@ -199,14 +240,40 @@ mod tests {
 
     use super::parse_run;
 
+    /// The launcher writes its stamp beside the project folder it runs in and hands the
+    /// arguments to the binary; the stamp and the mock's log give the launch-to-request time.
+    #[test]
+    fn the_launcher_stamps_its_launch_and_runs_the_binary() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let project = dir.path().join("proj");
+        std::fs::create_dir_all(&project)?;
+        let launcher = super::launcher(dir.path(), std::path::Path::new("/bin/sh"))?;
+        let status = std::process::Command::new(&launcher)
+            .args(["-c", "echo \"$1\" > ../argument", "sh", "it's passed"])
+            .current_dir(&project)
+            .status()?;
+        assert!(status.success());
+        assert_eq!(std::fs::read_to_string(dir.path().join("argument"))?, "it's passed\n");
+        let launched: f64 = std::fs::read_to_string(dir.path().join(super::LAUNCH_STAMP))?.trim().parse()?;
+        let request = json!({"ts": launched + 0.0125, "kind": "main"});
+        std::fs::write(dir.path().join("req.jsonl"), format!("{request}\n"))?;
+        let seconds = super::launch_to_first_request(dir.path()).unwrap_or(f64::NAN);
+        assert!((seconds - 0.0125).abs() < 1e-6, "{seconds}");
+        Ok(())
+    }
+
     #[test]
     fn runs_read_summarize_output() {
         let summary = json!({"rc": 0, "wall_s": 2.3, "wall_outer_s": 2.4, "cpu_s": 1.44, "max_rss_mb": 150.2,
                              "first_request_after_s": 0.27, "requests": 41, "storage": {"bytes": 6_160_000}});
-        let run = parse_run(&summary, 1.5).unwrap_or_else(|| panic!("no run"));
+        let run = parse_run(&summary, 1.5, None).unwrap_or_else(|| panic!("no run"));
         assert_eq!((run.rc, run.requests), (0, 41));
         assert!((run.store_bytes - 6.16e6).abs() < 1.0);
         assert!((run.first_request_s - 0.17).abs() < 1e-9);
-        assert!(parse_run(&json!({"rc": 1}), 0.0).is_none());
+        assert!(!run.first_request_stamped);
+        assert!(parse_run(&json!({"rc": 1}), 0.0, None).is_none());
+        let stamped = parse_run(&summary, 1.5, Some(0.0123)).unwrap_or_else(|| panic!("no run"));
+        assert!((stamped.first_request_s - 0.0123).abs() < 1e-12 && stamped.first_request_stamped);
+        assert!((stamped.first_request_harness_s - 0.27).abs() < 1e-12);
     }
 }

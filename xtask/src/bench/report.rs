@@ -292,7 +292,7 @@ fn peers_md(md: &mut String, peers: &Peers) {
     }
     let _ = writeln!(
         md,
-        "\nFirst request: from the agent's launch (the harness's own figure, which also counts the Python starts that write the agent's config, in brackets)."
+        "\nFirst request: from the agent's launch (the harness's own figure, which also counts the Python starts that write the agent's config, in brackets). Ours is timed from the stamp our launcher writes as it starts the binary to the mock's receipt of the request, on one clock; the peers' is the harness's figure less the time before their start, in `/usr/bin/time`'s hundredths of a second. Our CPU includes the launcher (a bash)."
     );
     if !peers.missing.is_empty() {
         let _ = writeln!(md, "\nNot measured:\n");

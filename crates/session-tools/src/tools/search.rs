@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{DirEntry, WalkBuilder, WalkState};
@@ -28,11 +28,20 @@ pub(crate) fn walker(root: &Path, overrides: Option<Override>) -> WalkBuilder {
         .parents(true)
         .require_git(false)
         .follow_links(false)
+        .threads(walk_threads())
         .filter_entry(|entry| entry.file_name() != ".git");
     if let Some(overrides) = overrides {
         builder.overrides(overrides);
     }
     builder
+}
+
+/// Threads of a parallel walk: what `ignore` picks by itself (the machine's parallelism, at
+/// most 12), read once per process. Left to itself, `ignore` asks at every walk, and on Linux
+/// that reads the cgroup files (issue 25: a share of each `glob` and `grep` call).
+fn walk_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(12))
 }
 
 /// Every entry under `root` with the standard filters of `walker`, one after another: for
