@@ -133,6 +133,28 @@ async fn workspace_write_refuses_writes_outside_and_names_them() {
     assert!(output.contains(&format!("Refused: write to {}.", b.out("named").display())), "{output}");
 }
 
+/// The probe tries the mount namespace without touching the caller's: as root it enters one
+/// in a throwaway thread, which must leave this thread's (and the process's) namespace as it
+/// was, and must agree with what a real child finds.
+#[test]
+fn the_namespace_probe_leaves_the_callers_mount_namespace_alone() {
+    let namespace = |path: &str| std::fs::read_link(path).unwrap_or_else(|error| panic!("{path}: {error}"));
+    let (thread_before, process_before) =
+        (namespace("/proc/thread-self/ns/mnt"), namespace("/proc/self/ns/mnt"));
+    let support = KernelSupport::probe();
+    assert_eq!(namespace("/proc/thread-self/ns/mnt"), thread_before);
+    assert_eq!(namespace("/proc/self/ns/mnt"), process_before);
+    if nix::unistd::geteuid().is_root() {
+        // A child that unshares its mount namespace as the sandbox does.
+        let child = Command::new("unshare").args(["--mount", "--propagation", "private", "true"]).status();
+        if child.is_ok_and(|status| status.success()) {
+            assert_eq!(support.namespaces, Namespaces::Mount, "{support:?}");
+        } else {
+            assert_eq!(support.namespaces, Namespaces::Unavailable, "{support:?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn workspace_write_keeps_git_read_only_through_both_namespace_kinds() {
     let real = kernel();
