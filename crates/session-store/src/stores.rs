@@ -53,14 +53,16 @@ impl SqliteStore {
         // A new file is created and migrated on a connection of its own without syncs
         // (`synchronous = OFF`): the rollback journal's and the new WAL's fsyncs cost more
         // than the rest of a run's start (issue 25), and until the migrations end there is
-        // nothing to lose. It closes once the pool is open, so closing does not checkpoint;
-        // the pool's connections sync as `NORMAL`. Any failure there (another process
-        // creating the file at the same moment) leaves the work to the pool's migration.
-        let bootstrap = match config.path.exists() {
+        // nothing to lose. The pool's first connection opens while the migrations run (the
+        // file is in WAL by then, so it neither waits for them nor syncs the switch), and the
+        // creating connection closes once both are done, so closing does not checkpoint; the
+        // pool's connections sync as `NORMAL`. Any failure there (another process creating
+        // the file at the same moment) leaves the work to the pool's migration.
+        let created = match config.path.exists() {
             true => None,
             false => create_unsynced(&connect).await.ok(),
         };
-        let pool = SqlitePoolOptions::new()
+        let pool_options = SqlitePoolOptions::new()
             .max_connections(pool_size(config.max_connections))
             // A local file does not go stale: no round trip before each use.
             .test_before_acquire(false)
@@ -70,10 +72,19 @@ impl SqliteStore {
                 Box::pin(async move {
                     sqlx::raw_sql("PRAGMA journal_mode = WAL").execute(connection).await.map(drop)
                 })
-            })
-            .connect_with(connect)
-            .await
-            .map_err(StoreError::from_db)?;
+            });
+        let (pool, bootstrap) = match created {
+            Some(mut connection) => {
+                let migrated = async {
+                    let result = migrate_new_file(&mut connection).await;
+                    result.map(|()| connection)
+                };
+                let (pool, migrated) = tokio::join!(pool_options.connect_with(connect), migrated);
+                (pool, migrated.ok())
+            }
+            None => (pool_options.connect_with(connect).await, None),
+        };
+        let pool = pool.map_err(StoreError::from_db)?;
         match bootstrap {
             // Migrated already; closing is best effort (the pool keeps the file open).
             Some(bootstrap) => {
@@ -106,11 +117,11 @@ async fn migrate_sqlite(pool: &sqlx::SqlitePool) -> StoreResult<()> {
     }
 }
 
-/// Creates the database file in WAL mode and migrates it, without syncing.
+/// Creates the database file in WAL mode, on a connection that does not sync (the caller
+/// migrates the file on it).
 async fn create_unsynced(connect: &SqliteConnectOptions) -> Result<sqlx::SqliteConnection, sqlx::Error> {
     let mut connection = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(connect).await?;
     sqlx::raw_sql("PRAGMA synchronous = OFF; PRAGMA journal_mode = WAL").execute(&mut connection).await?;
-    migrate_new_file(&mut connection).await?;
     Ok(connection)
 }
 
