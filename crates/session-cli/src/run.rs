@@ -207,9 +207,19 @@ pub async fn open_store_with(
 /// Builds the runtime `session run` and `session serve` use (session-runtime's
 /// [`session_runtime::assemble`]) and prints the configuration's warnings.
 pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> Result<Assembled> {
-    let mut assembled = session_runtime::assemble(setup, asker.clone()).await?;
+    assemble_sending(setup, asker, None).await
+}
+
+/// [`assemble`] with the first request of `first`, a new session's first prompt, sent while
+/// the store opens ([`session_runtime::assemble_sending`]).
+async fn assemble_sending(
+    setup: &RuntimeSetup,
+    asker: Arc<dyn PermissionAsker>,
+    first: Option<&PromptInput>,
+) -> Result<Assembled> {
+    let mut assembled = session_runtime::assemble_sending(setup, asker.clone(), first).await?;
     if crate::trust::ask_once(&assembled.warnings, &setup.cwd, &setup.env, setup.home.as_deref()) {
-        assembled = session_runtime::assemble(setup, asker).await?;
+        assembled = session_runtime::assemble_sending(setup, asker, first).await?;
     }
     for warning in &assembled.warnings {
         eprintln!("session: warning: {warning}");
@@ -341,7 +351,21 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let (questions, mut asked) = mpsc::unbounded_channel::<Question>();
     let mut status = StatusLine::new(options.status_line && options.format == RunFormat::Text);
     let asker = CliAsker { mode: options.ask, failures, questions };
-    let Assembled { runtime, store, model, mcp, .. } = assemble(&setup, Arc::new(asker)).await?;
+    let input = PromptInput {
+        text: options.prompt.clone(),
+        agent: options.agent.clone(),
+        // `--model` beats the agent's model; without it the agent's model, else the config's
+        // `model`, is the runtime's choice.
+        model: options.model.as_deref().and_then(session_runtime::parse_model_ref),
+        variant: options.variant.clone(),
+        attachments,
+        ..PromptInput::default()
+    };
+    // A new session's first prompt (not a command) is sent while the store opens.
+    let new_session = options.session.is_none() && !options.continue_latest && options.command.is_none();
+    let first = new_session.then_some(&input);
+    let Assembled { runtime, store, mcp, ahead, .. } =
+        assemble_sending(&setup, Arc::new(asker), first).await?;
     let (session_id, created) = pick_session(&options, &runtime, &store).await?;
     // The messages already there are not this run's: the totals count the run's own.
     let before: HashSet<MessageId> = match created {
@@ -355,17 +379,6 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let mut run = {
         let runtime = runtime.clone();
         let id = session_id.clone();
-        // `--model` beats the agent's model; without it the agent's model, else the config's
-        // `model`, is the runtime's choice.
-        let model = options.model.is_some().then_some(model);
-        let input = PromptInput {
-            text: options.prompt.clone(),
-            agent: options.agent.clone(),
-            model,
-            variant: options.variant.clone(),
-            attachments,
-            ..PromptInput::default()
-        };
         let command = options.command.clone().map(|command| CommandInput {
             command,
             arguments: options.prompt.clone(),
@@ -376,7 +389,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         tokio::spawn(async move {
             match command {
                 Some(command) => runtime.command(&id, &command).await.map(|(_, answer)| answer),
-                None => runtime.prompt(&id, input).await,
+                None => runtime.prompt_with(&id, input, ahead).await,
             }
         })
     };

@@ -25,6 +25,20 @@ pub struct LlmRequest {
     pub cancel: CancellationToken,
 }
 
+impl LlmRequest {
+    /// True when `other` asks the same of the same model: every field but the cancellation.
+    pub fn same_call(&self, other: &Self) -> bool {
+        // Destructured so that a field added later cannot be left out of the comparison.
+        let Self { model, system, messages, tools, max_output_tokens, options, cancel: _ } = self;
+        *model == other.model
+            && *system == other.system
+            && *messages == other.messages
+            && *tools == other.tools
+            && *max_output_tokens == other.max_output_tokens
+            && *options == other.options
+    }
+}
+
 /// A tool the model may call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
@@ -147,4 +161,43 @@ pub(crate) fn option_str<'a>(
     key: &str,
 ) -> Option<&'a str> {
     options?.get(provider)?.get(key)?.as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LlmRequest, ToolChoice, ToolSpec};
+
+    fn request() -> LlmRequest {
+        LlmRequest {
+            model: "m".into(),
+            system: vec!["be brief".into()],
+            tools: vec![ToolSpec {
+                name: "read".into(),
+                description: "reads".into(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }],
+            max_output_tokens: Some(100),
+            ..LlmRequest::default()
+        }
+    }
+
+    #[test]
+    fn the_same_call_ignores_only_the_cancellation() {
+        let base = request();
+        let other = request();
+        other.cancel.cancel();
+        assert!(base.same_call(&other), "another cancellation is the same call");
+        let changes: [fn(&mut LlmRequest); 5] = [
+            |r| r.model = "n".into(),
+            |r| r.system.push("more".into()),
+            |r| r.tools.clear(),
+            |r| r.max_output_tokens = None,
+            |r| r.options.tool_choice = Some(ToolChoice::Required),
+        ];
+        for change in changes {
+            let mut changed = request();
+            change(&mut changed);
+            assert!(!base.same_call(&changed), "{changed:?}");
+        }
+    }
 }

@@ -28,9 +28,9 @@ mod engine;
 
 pub use compose::{
     Assembled, AttachError, ComposeError, ConfiguredModels, InstructionSources, MAX_ATTACHMENT_BYTES,
-    ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels, assemble, attach_file, config_sources,
-    configured_agents, default_agent, instruction_files, instructions_text, load_config, mcp_manager,
-    open_store, project_root, user_dir,
+    ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels, assemble, assemble_sending, attach_file,
+    config_sources, configured_agents, default_agent, instruction_files, instructions_text, load_config,
+    mcp_manager, open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
@@ -44,8 +44,9 @@ pub use config::{
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, CommandInput, EXPLORE_PROMPT, GENERAL_PROMPT, GitSnapshotter,
     HousekeepingReport, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT,
-    PromptInput, ProviderEntry, Runtime, RuntimeError, RuntimeSettings, STRUCTURED_OUTPUT_INSTRUCTION,
-    STRUCTURED_OUTPUT_TOOL, SessionStatus, Sleeper, SnapshotRetention, SnapshotStoreReport, Snapshotter,
-    SplitMix, SystemClock, TASK_TOOL, TaskTool, TokioSleeper, environment_prompt, expand_template,
-    missing_output_error, parse_model_ref, random_entropy, title_model, utc_date,
+    PromptInput, ProviderEntry, RequestAhead, Runtime, RuntimeError, RuntimeSettings,
+    STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus, Sleeper, SnapshotRetention,
+    SnapshotStoreReport, Snapshotter, SplitMix, SystemClock, TASK_TOOL, TaskTool, TokioSleeper,
+    environment_prompt, expand_template, missing_output_error, parse_model_ref, random_entropy, title_model,
+    utc_date,
 };

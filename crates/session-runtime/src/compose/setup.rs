@@ -17,12 +17,14 @@ use super::ComposeError;
 use super::agents::{configured_agents, default_agent};
 use super::instructions::{InstructionSources, instruction_files, instructions_text};
 use super::models::ConfiguredModels;
+use crate::config::WarningReason;
 use crate::config::{
     ConfigSources, ConfigWarning, FsResolver, LoadedConfig, ServerConfig, TrustList, discover_from, load,
     mcp_servers, user_config_dir,
 };
 use crate::engine::{
-    GitSnapshotter, NoSnapshots, Runtime, RuntimeSettings, Snapshotter, TaskTool, parse_model_ref,
+    GitSnapshotter, ModelSource, NoSnapshots, PromptInput, RequestAhead, RequestSources, Runtime,
+    RuntimeSettings, Snapshotter, SystemClock, TaskTool, parse_model_ref,
 };
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.
@@ -67,6 +69,9 @@ pub struct Assembled {
     pub mcp: Arc<McpManager>,
     /// The one warning about a sandbox this kernel cannot enforce as configured.
     pub sandbox_warning: Option<String>,
+    /// The first request of the prompt passed to [`assemble_sending`], already sent; pass it
+    /// to [`Runtime::prompt_with`] for the new session.
+    pub ahead: Option<RequestAhead>,
 }
 
 impl std::fmt::Debug for Assembled {
@@ -154,6 +159,21 @@ fn sandbox_of(config: &crate::config::Config, setup: &RuntimeSetup) -> (Sandbox,
 pub async fn assemble(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
+) -> Result<Assembled, ComposeError> {
+    assemble_sending(setup, asker, None).await
+}
+
+/// [`assemble`], and with `first` (the first prompt of a session about to be created) its
+/// first step's request sent while the store opens ([`Assembled::ahead`]). Nothing is sent
+/// when an untrusted project's config was cut down (the caller may load it again in full),
+/// nor when the prompt would fail before it is stored.
+///
+/// The request leaves before the store is known to open: when it then fails to, the early
+/// request is dropped unread, though its provider may already have counted it.
+pub async fn assemble_sending(
+    setup: &RuntimeSetup,
+    asker: Arc<dyn PermissionAsker>,
+    first: Option<&PromptInput>,
 ) -> Result<Assembled, ComposeError> {
     let (sources, resolver) = config_sources(setup);
     let loaded = load(&sources, &resolver)?;
@@ -261,13 +281,29 @@ pub async fn assemble(
         }
         None => None,
     };
+    let models: Arc<dyn ModelSource> = Arc::new(models);
+    let untrusted = loaded.warnings.iter().any(|warning| warning.reason == WarningReason::Untrusted);
+    let ahead = match first.filter(|_| !untrusted) {
+        Some(input) => {
+            let sources = RequestSources {
+                models: models.as_ref(),
+                tools: tools.as_ref(),
+                agents: &agents,
+                settings: &settings,
+                clock: &SystemClock,
+            };
+            // A prompt that cannot be sent fails the same way when the run stores it.
+            RequestAhead::send(sources, input).await.ok()
+        }
+        None => None,
+    };
     let store = match opening.await {
         Ok(opened) => opened?,
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         Err(_) => return Err(ComposeError::Store(session_store::StoreError::Closed)),
     };
     let runtime = Runtime::builder(store.clone(), tools, settings)
-        .models(Arc::new(models))
+        .models(models)
         .snapshots(snapshots)
         .agents(agents)
         .build();
@@ -286,5 +322,6 @@ pub async fn assemble(
         warnings: loaded.warnings,
         mcp,
         sandbox_warning,
+        ahead,
     })
 }

@@ -2,6 +2,7 @@
 //! titles and summary diffs, revert and unrevert.
 
 mod agent;
+mod ahead;
 mod background;
 mod bus;
 mod clock;
@@ -11,6 +12,7 @@ mod error;
 mod history_mirror;
 mod housekeeping;
 mod prompt;
+mod request;
 mod revert;
 mod runs;
 mod runtime;
@@ -29,10 +31,12 @@ pub use agent::{
     Agent, BUILD_PROMPT, EXPLORE_PROMPT, GENERAL_PROMPT, MAX_STEPS_TEXT, PLAN_PROMPT, environment_prompt,
     utc_date,
 };
+pub use ahead::RequestAhead;
 pub use bus::{Bus, BusEvent};
 pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entropy};
 pub use command::{CommandInput, expand_template};
 pub use error::RuntimeError;
+pub(crate) use request::RequestSources;
 pub(crate) use runtime::RuntimeParts;
 pub use runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, parse_model_ref};
 pub use snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, NoSnapshots, Snapshotter};

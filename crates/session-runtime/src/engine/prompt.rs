@@ -2,28 +2,27 @@
 //! the session; the loop asks session-core's `prompt_loop` what to do next and carries it out.
 
 use session_core::prompt_loop::{
-    AfterStep, CompactionGuard, LoopView, NextTask, StructuredSettlement, after_step, is_last_step,
-    needs_overflow_compaction, next_task, push_max_steps, structured_settlement, with_reminders,
+    AfterStep, CompactionGuard, LoopView, NextTask, StructuredSettlement, after_step,
+    needs_overflow_compaction, next_task, structured_settlement, with_reminders,
 };
 use session_core::{
     AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, OutputFormat, SessionId,
-    UserMessage, compaction::filter_compacted, history::ModelTarget, history::ToModelOptions,
-    history::to_model_messages, permission::Rule, permission::disabled_tools, processor::Outcome,
+    UserMessage, compaction::filter_compacted, permission::Rule, processor::Outcome,
 };
-use session_llm::{Api, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{MAX_STEPS_TEXT, with_session_rules};
+use super::agent::with_session_rules;
+use super::ahead::RequestAhead;
 use super::bus::BusEvent;
 use super::error::RuntimeError;
 use super::history_mirror::HistoryMirror;
+use super::request::StepRequest;
 use super::runs::RunGuard;
-use super::runtime::{PromptInput, Runtime, parse_model_ref, text_part};
+use super::runtime::{PromptInput, Runtime};
 use super::status::SessionStatus;
 use super::step::{StepContext, StepDriver};
-use super::structured::{STRUCTURED_OUTPUT_INSTRUCTION, StructuredOutput, missing_output_error};
-use super::variant::apply_variant;
+use super::structured::{StructuredOutput, missing_output_error};
 
 /// What joined prompts get when the run they joined ended without a result (its future was
 /// dropped).
@@ -50,10 +49,22 @@ impl Runtime {
         session_id: &SessionId,
         input: PromptInput,
     ) -> Result<AssistantMessage, RuntimeError> {
+        self.prompt_with(session_id, input, None).await
+    }
+
+    /// [`Runtime::prompt`] in a session just created, with the first step's request sent
+    /// ahead ([`Runtime::send_ahead`]): the step uses its stream when it would send the same
+    /// request, else drops it and sends its own.
+    pub async fn prompt_with(
+        &self,
+        session_id: &SessionId,
+        input: PromptInput,
+        ahead: Option<RequestAhead>,
+    ) -> Result<AssistantMessage, RuntimeError> {
         let mut written = false;
         loop {
             if let Some(guard) = self.runs.begin(session_id, true) {
-                return self.run_owned(session_id, &input, written, guard).await;
+                return self.run_owned(session_id, &input, written, guard, ahead).await;
             }
             if !self.runs.is_joinable(session_id) {
                 return Err(RuntimeError::Busy(session_id.clone()));
@@ -80,6 +91,7 @@ impl Runtime {
         input: &PromptInput,
         written: bool,
         guard: RunGuard<'_>,
+        mut ahead: Option<RequestAhead>,
     ) -> Result<AssistantMessage, RuntimeError> {
         let run = guard.run;
         let cancel = &guard.cancel;
@@ -95,7 +107,7 @@ impl Runtime {
             let seen = self.runs.joins(session_id, run);
             let outcome = match unwritten.take() {
                 Some(error) => Err(error),
-                None => self.run_loop(session_id, cancel).await,
+                None => self.run_loop(session_id, cancel, ahead.take()).await,
             };
             // The last summary diffs are written while the run still holds the session.
             self.finish_summaries(session_id).await;
@@ -149,43 +161,16 @@ impl Runtime {
         session_id: &SessionId,
         input: &PromptInput,
     ) -> Result<UserMessage, RuntimeError> {
-        let agent_name = input
-            .agent
-            .clone()
-            .or_else(|| self.settings.default_agent.clone())
-            .unwrap_or_else(|| "build".to_owned());
-        let agent = self.agents.get(&agent_name).ok_or_else(|| RuntimeError::AgentNotFound {
-            name: agent_name.clone(),
-            available: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
-        })?;
-        let mut model = input
-            .model
-            .clone()
-            .or_else(|| agent.model.as_deref().and_then(parse_model_ref))
-            .unwrap_or_else(|| self.settings.default_model.clone());
-        model.variant = input.variant.clone().or(model.variant).or_else(|| agent.variant.clone());
-        if let Some(variant) = &model.variant {
-            // Checked before the message is stored, so a bad variant costs nothing.
-            let api = Api::from_npm(&self.provider_for(&model)?.npm).unwrap_or(Api::OpenAiChat);
-            apply_variant(&mut RequestOptions::default(), api, &self.model_for(&model)?, variant)?;
-        }
-        if let Some(OutputFormat::JsonSchema { schema, .. }) = &input.format {
-            StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?;
-        }
+        let prompt = self.sources().resolve_prompt(input)?;
         // A pending revert becomes final when the session moves on (SPEC 13 `cleanup`).
         self.cleanup_revert(session_id).await?;
         self.write_user_message_as(
             input.message_id.clone(),
             session_id,
-            &agent.name,
-            &model,
+            &prompt.agent.name,
+            &prompt.model,
             input.format.clone(),
-            // A message of attachments alone (a compaction request) has no empty text part.
-            (!input.text.is_empty() || input.attachments.is_empty())
-                .then(|| text_part(&input.text))
-                .into_iter()
-                .chain(input.attachments.iter().cloned())
-                .collect(),
+            prompt.parts,
         )
         .await
     }
@@ -196,6 +181,7 @@ impl Runtime {
         &self,
         session_id: &SessionId,
         cancel: &CancellationToken,
+        mut ahead: Option<RequestAhead>,
     ) -> Result<AssistantMessage, RuntimeError> {
         // The session's own rules are read once per run: they are set when it is created.
         let session_rules = self.store.get_session(session_id).await?.permission;
@@ -241,7 +227,8 @@ impl Runtime {
                 }
                 continue;
             }
-            match self.step(session_id, &messages, view, (step, &session_rules), cancel).await? {
+            let sent = if step == 1 { ahead.take() } else { None };
+            match self.step(session_id, &messages, view, (step, &session_rules), cancel, sent).await? {
                 StepEnd::Answer(message) => {
                     last = Some(message);
                     break;
@@ -276,6 +263,7 @@ impl Runtime {
         view: LoopView<'_>,
         (step, session_rules): (u32, &[Rule]),
         cancel: &CancellationToken,
+        ahead: Option<RequestAhead>,
     ) -> Result<StepEnd, RuntimeError> {
         let LoopView { last_user, last_finished } = view;
         // The newest user message decides the agent, the model and the format (SPEC 12 step 3).
@@ -312,55 +300,23 @@ impl Runtime {
         self.store.upsert_message(&Message::Assistant(assistant.clone())).await?;
         self.bus.publish(BusEvent::assistant(&assistant));
 
-        let target = ModelTarget::new(&model.provider_id, &model.model_id, &catalog.id, &entry.npm);
         // From the second step on, prompts joined since the last answer are wrapped (step 8).
         let reminded = if step > 1 { with_reminders(messages, last_finished) } else { messages.into() };
-        let mut model_messages = to_model_messages(&reminded, &target, &ToModelOptions::default());
-        if is_last_step(agent.steps, step) {
-            push_max_steps(&mut model_messages, MAX_STEPS_TEXT);
-        }
-        // Tool sources (MCP servers) start on the first request and list what changed since.
-        self.tools.refresh_sources().await;
-        let tool_names = self.tools.tool_names();
-        let mut disabled = disabled_tools(&tool_names, &agent.ruleset);
-        if !agent.is_primary() {
-            // A subagent does its task itself: it starts no subagents of its own.
-            disabled.insert(super::task::TASK_TOOL.to_owned());
-        }
-        let mut tools: Vec<ToolSpec> = self
-            .tools
-            .definitions(&disabled)
-            .into_iter()
-            .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
-            .collect();
-        let mut system = vec![agent.prompt.clone(), self.environment()];
-        let mut options = RequestOptions {
-            temperature: agent.temperature,
-            top_p: agent.top_p,
-            ..RequestOptions::default()
-        };
-        if let Some(variant) = &model.variant {
-            apply_variant(
-                &mut options,
-                Api::from_npm(&entry.npm).unwrap_or(Api::OpenAiChat),
-                &catalog,
-                variant,
-            )?;
-        }
-        if let Some(structured) = &structured {
-            tools.push(structured.tool());
-            system.push(STRUCTURED_OUTPUT_INSTRUCTION.to_owned());
-            options.tool_choice = Some(ToolChoice::Required);
-        }
-        let request = LlmRequest {
-            model: catalog.id.clone(),
-            system,
-            messages: model_messages,
-            tools,
-            max_output_tokens: self.max_output_tokens(&catalog),
-            options,
-            cancel: cancel.child_token(),
-        };
+        let request = self
+            .sources()
+            .request(StepRequest {
+                messages: &reminded,
+                agent,
+                model: &model,
+                provider: &entry,
+                catalog: &catalog,
+                step,
+                structured: structured.as_ref(),
+                cancel: cancel.child_token(),
+            })
+            .await?;
+        // A new session's first request may have left before the session was stored.
+        let sent = ahead.and_then(|ahead| ahead.adopt(&model.provider_id, &request));
         let processor = self.processor_for(assistant.clone(), &catalog, &request.tools);
         let context = StepContext {
             session_id,
@@ -370,7 +326,8 @@ impl Runtime {
             cancel,
             structured: structured.as_ref(),
         };
-        let (outcome, mut message) = StepDriver::new(self, context, processor).run(request).await?;
+        let (outcome, mut message) =
+            StepDriver::new(self, context, processor).with_sent(sent).run(request).await?;
         self.mark_summary(session_id, &message.parent_id);
         if let Some(structured) = &structured {
             let captured = structured.take();

@@ -14,11 +14,12 @@ use session_llm::{CatalogModel, Provider, ToolSpec};
 use session_store::{NewSession, Session, Store, WriteBatch};
 use session_tools::ToolExecutor;
 
-use super::agent::{Agent, environment_prompt, utc_date};
+use super::agent::Agent;
 use super::background::Background;
 use super::bus::{Bus, BusEvent};
 use super::clock::{Clock, Sleeper, SplitMix, random_entropy};
 use super::error::RuntimeError;
+use super::request::RequestSources;
 use super::runs::{RunTable, lock};
 use super::snapshot::Snapshotter;
 use super::status::SessionStatus;
@@ -293,11 +294,18 @@ impl Runtime {
 
     /// The output-token ceiling sent for `catalog`'s model (SPEC 6).
     pub(super) fn max_output_tokens(&self, catalog: &CatalogModel) -> Option<u32> {
-        u32::try_from(session_core::overflow::max_output_tokens(
-            &catalog.limit,
-            self.settings.output_token_max,
-        ))
-        .ok()
+        self.sources().max_output_tokens(catalog)
+    }
+
+    /// What a step's request is built from: the runtime's parts but the store.
+    pub(super) fn sources(&self) -> RequestSources<'_> {
+        RequestSources {
+            models: self.models.as_ref(),
+            tools: self.tools.as_ref(),
+            agents: &self.agents,
+            settings: &self.settings,
+            clock: self.clock.as_ref(),
+        }
     }
 
     /// A processor for one step writing `message`, priced and limited by `catalog`.
@@ -321,29 +329,12 @@ impl Runtime {
         )
     }
 
-    /// The environment part of the system prompt.
-    pub(super) fn environment(&self) -> String {
-        let worktree = &self.settings.worktree;
-        let is_git = worktree.ancestors().any(|dir| dir.join(".git").exists());
-        environment_prompt(
-            worktree,
-            is_git,
-            &utc_date(self.clock.now_ms()),
-            self.settings.instructions.as_deref(),
-        )
-    }
-
     pub(super) fn provider_for(&self, model: &ModelRef) -> Result<ProviderEntry, RuntimeError> {
-        self.models
-            .provider(&model.provider_id)
-            .ok_or_else(|| RuntimeError::UnknownProvider(model.provider_id.clone()))
+        self.sources().provider_for(model)
     }
 
     pub(super) fn model_for(&self, model: &ModelRef) -> Result<CatalogModel, RuntimeError> {
-        self.models.model(&model.provider_id, &model.model_id).ok_or_else(|| RuntimeError::UnknownModel {
-            provider: model.provider_id.clone(),
-            model: model.model_id.clone(),
-        })
+        self.sources().model_for(model)
     }
 
     pub(super) fn new_assistant(

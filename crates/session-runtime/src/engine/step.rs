@@ -53,6 +53,8 @@ pub(super) struct StepDriver<'a> {
     /// events to the bus) in one transaction before the driver waits for anything or carries
     /// out an effect other than a write, so no one ever sees effects out of order.
     pending: PendingWrites,
+    /// The first attempt's stream when its request was sent ahead of the step.
+    sent: Option<LlmStream>,
 }
 
 /// How reading one attempt's stream ended.
@@ -81,7 +83,15 @@ impl<'a> StepDriver<'a> {
             scope,
             outcome: None,
             pending: PendingWrites::default(),
+            sent: None,
         }
+    }
+
+    /// The driver with the stream of its request already sent (`None`: the first attempt
+    /// sends it).
+    pub(super) fn with_sent(mut self, sent: Option<LlmStream>) -> Self {
+        self.sent = sent;
+        self
     }
 
     fn now(&self) -> u64 {
@@ -155,9 +165,14 @@ impl<'a> StepDriver<'a> {
     /// interrupt, until it is done or the stream fails.
     async fn read_attempt(&mut self, request: &LlmRequest) -> Result<AttemptEnd, RuntimeError> {
         self.runtime.set_status(self.context.session_id, SessionStatus::Busy);
-        let mut attempt_request = request.clone();
-        attempt_request.cancel = self.context.cancel.child_token();
-        let mut stream = sent_ahead(self.context.provider.client.stream(attempt_request));
+        let mut stream = match self.sent.take() {
+            Some(sent) => sent,
+            None => {
+                let mut attempt_request = request.clone();
+                attempt_request.cancel = self.context.cancel.child_token();
+                sent_ahead(self.context.provider.client.stream(attempt_request))
+            }
+        };
         let mut stream_open = true;
         let mut tool_started = false;
         // The stream's next item when it was already there after the last input.
@@ -453,7 +468,7 @@ fn stream_item(item: Option<Result<LlmEvent, LlmError>>, tool_started: bool) -> 
 /// the driver commits what is pending (the step's new message, the last step's results), so
 /// the provider's request does not wait for the store (issue 25). Dropping the returned stream
 /// stops the task; after the first event the stream is read directly.
-fn sent_ahead(mut stream: LlmStream) -> LlmStream {
+pub(super) fn sent_ahead(mut stream: LlmStream) -> LlmStream {
     let first = AbortOnDropHandle::new(tokio::spawn(async move {
         let item = stream.next().await;
         (item, stream)

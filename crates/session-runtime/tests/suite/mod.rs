@@ -1,5 +1,6 @@
 //! The test modules.
 
+mod ahead;
 mod config;
 mod engine;
 mod fuzz_config;

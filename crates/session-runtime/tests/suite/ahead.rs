@@ -1,0 +1,86 @@
+//! A new session's first request sent ahead (`Runtime::send_ahead`, `Runtime::prompt_with`)
+//! against the loopback test server: it leaves before the session exists, the first step uses
+//! its stream when it would send the same request, and drops it when it would not.
+
+use session_core::{FinishReason, Message, permission::Action, permission::Rule};
+use session_llm::RequestKind;
+use session_testkit::TestServer;
+
+use super::support::{Setup, eventually, history, http, rig, say, script, text_of};
+
+const READ_THEN_ANSWER: &str = r#"{"turns": [
+    {"text": "Reading.", "calls": [{"op": "read", "path": "notes.txt"}]},
+    {"text": "Carried on."}]}"#;
+const ONE_ANSWER: &str = r#"{"turns": [{"text": "First answer."}]}"#;
+
+fn main_requests(server: &TestServer) -> usize {
+    server.requests().iter().filter(|r| r.kind == RequestKind::Main).count()
+}
+
+#[tokio::test]
+async fn the_first_step_uses_the_request_sent_before_the_session_existed() {
+    let server = TestServer::start(script(READ_THEN_ANSWER)).await.unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let ahead = rig.runtime.send_ahead(&say("read the notes")).await.unwrap();
+    // The request is at the server while nothing is stored yet.
+    eventually("the request sent ahead", async || main_requests(&server) == 1).await;
+    let listed = rig.store.list_sessions(&session_store::ListSessions::default()).await.unwrap();
+    assert!(listed.sessions.is_empty(), "nothing is stored before the session is created");
+
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let reply = rig.runtime.prompt_with(&session.id, say("read the notes"), Some(ahead)).await.unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
+    // Two steps, two requests: the first step sent nothing of its own.
+    assert_eq!(main_requests(&server), 2);
+    let first = server.requests()[0].body.to_string();
+    assert!(first.contains("read the notes"), "{first}");
+    let messages = history(&rig.store, &session.id).await;
+    assert_eq!(messages.len(), 3, "the prompt and one assistant message per step");
+    assert_eq!(text_of(&messages[0]), "read the notes");
+    assert_eq!(text_of(&messages[1]), "Reading.");
+    assert_eq!(text_of(&messages[2]), "Carried on.");
+    server.assert_invariants();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_request_sent_ahead_for_another_prompt_is_dropped_and_the_step_sends_its_own() {
+    let server = TestServer::start(script(ONE_ANSWER)).await.unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let ahead = rig.runtime.send_ahead(&say("something else")).await.unwrap();
+    eventually("the request sent ahead", async || main_requests(&server) == 1).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    let reply = rig.runtime.prompt_with(&session.id, say("the real prompt"), Some(ahead)).await.unwrap();
+    assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
+    assert_eq!(main_requests(&server), 2, "the step sent its own request");
+    assert!(server.requests()[1].body.to_string().contains("the real prompt"));
+    // One answer is stored, the step's own (the server answers a conversation's first turn
+    // with the script's first turn, whoever asks).
+    let messages = history(&rig.store, &session.id).await;
+    assert_eq!(messages.len(), 2);
+    assert_eq!(text_of(&messages[0]), "the real prompt");
+    assert_eq!(text_of(&messages[1]), "First answer.");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_whose_rules_change_the_tools_does_not_take_the_request_sent_ahead() {
+    let server = TestServer::start(script(ONE_ANSWER)).await.unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let ahead = rig.runtime.send_ahead(&say("hi")).await.unwrap();
+    eventually("the request sent ahead", async || main_requests(&server) == 1).await;
+    // The session's own rules disable a tool: the first step offers fewer tools than the
+    // request sent ahead, which assumed a session without rules.
+    let deny_read = Rule { permission: "read".into(), pattern: "*".into(), action: Action::Deny };
+    let session = rig.runtime.create_session_with_rules(None, vec![deny_read]).await.unwrap();
+    let reply = rig.runtime.prompt_with(&session.id, say("hi"), Some(ahead)).await.unwrap();
+    assert!(reply.error.is_none(), "{reply:?}");
+    assert_eq!(main_requests(&server), 2);
+    let own = server.requests()[1].body.to_string();
+    assert!(!own.contains(r#""name":"read""#), "the step's request leaves the denied tool out: {own}");
+    let messages = history(&rig.store, &session.id).await;
+    assert_eq!(messages.len(), 2);
+    assert!(matches!(&messages[1].info, Message::Assistant(_)));
+    assert_eq!(text_of(&messages[1]), "First answer.");
+    server.shutdown().await;
+}
