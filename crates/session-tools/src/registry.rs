@@ -72,10 +72,12 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// Adds a tool of the embedding program's own, whose schema compiles on its first call
-    /// without the meta-schema pass: for schemas fixed in code that the program's tests check
-    /// with `jsonschema::meta::validate` (this crate's built-in tools do), never for schemas
-    /// from outside (MCP servers, configuration), which go through [`register`](Self::register).
+    /// Adds a tool of the embedding program's own, whose schema compiles on its first call:
+    /// for schemas fixed in code that the program's tests check with `jsonschema::meta::validate`
+    /// (this crate's built-in tools do), never for schemas from outside (MCP servers,
+    /// configuration), which go through [`register`](Self::register) and fail there. The
+    /// compilation still passes the schema through the meta-schema (jsonschema 0.61 has no public
+    /// way to skip it): the process's first one builds the meta-schema's validator, about 1 ms.
     pub fn register_builtin(&mut self, tool: Arc<dyn Tool>) {
         let schema = tool.parameters();
         self.insert(Entry { tool, schema, validator: OnceLock::new() });

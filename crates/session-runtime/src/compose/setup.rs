@@ -225,6 +225,13 @@ pub async fn assemble_sending(
             handle.block_on(open_store(database.as_deref(), &data_dir, options))
         })
     };
+    // The snapshot repository opens (for a new one: its creation) beside the store, off the
+    // first request's path: the request sent ahead does not need it.
+    let snapshot_opening = config.snapshot_enabled().then(|| {
+        let (cwd, data_dir) = (setup.cwd.clone(), setup.data_dir.clone());
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || handle.block_on(GitSnapshotter::open(&cwd, &data_dir)))
+    });
     let permissions = Arc::new(PermissionEngine::new(asker));
     let workspace = Workspace::new(&setup.cwd)?;
     let workspace = match &setup.home {
@@ -250,13 +257,6 @@ pub async fn assemble_sending(
         executor = executor.with_source(mcp.clone());
     }
     let tools = Arc::new(executor);
-    let snapshots: Arc<dyn Snapshotter> = match config.snapshot_enabled() {
-        true => match GitSnapshotter::open(&setup.cwd, &setup.data_dir).await {
-            Some(git) => Arc::new(git.with_retention(config.snapshot_retention())),
-            None => Arc::new(NoSnapshots),
-        },
-        false => Arc::new(NoSnapshots),
-    };
     let mut settings = RuntimeSettings::new(model.clone(), setup.cwd.clone());
     settings.compaction = config.compaction.clone();
     settings.continue_loop_on_deny = config.continue_loop_on_deny();
@@ -296,6 +296,16 @@ pub async fn assemble_sending(
             RequestAhead::send(sources, input).await.ok()
         }
         None => None,
+    };
+    let snapshots: Arc<dyn Snapshotter> = match snapshot_opening {
+        Some(opening) => match opening.await {
+            Ok(Some(git)) => Arc::new(git.with_retention(config.snapshot_retention())),
+            Ok(None) => Arc::new(NoSnapshots),
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // Cancelled: only when the async runtime shuts down under the assembly.
+            Err(_) => Arc::new(NoSnapshots),
+        },
+        None => Arc::new(NoSnapshots),
     };
     let store = match opening.await {
         Ok(opened) => opened?,
