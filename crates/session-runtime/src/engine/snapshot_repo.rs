@@ -9,7 +9,9 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{Delta, Diff, DiffDelta, DiffFormat, DiffOptions, Index, Oid, Repository, Tree};
+use git2::{
+    Delta, Diff, DiffDelta, DiffFormat, DiffOptions, Index, Oid, Repository, RepositoryInitOptions, Tree,
+};
 use session_core::{FileDiff, FileStatus};
 
 use super::snapshot::MAX_UNTRACKED_BYTES;
@@ -85,7 +87,11 @@ impl SnapshotRepo {
             Repository::open_bare(git_dir).map_err(message)?
         } else {
             std::fs::create_dir_all(git_dir).map_err(|error| error.to_string())?;
-            let repo = Repository::init_bare(git_dir).map_err(message)?;
+            // Without git's template (its sample hooks and description): a dozen files a
+            // snapshot store never uses, written on the way to a new worktree's first step.
+            let mut options = RepositoryInitOptions::new();
+            options.bare(true).external_template(false);
+            let repo = Repository::init_opts(git_dir, &options).map_err(message)?;
             if non_git {
                 let info = git_dir.join("info");
                 std::fs::create_dir_all(&info).map_err(|error| error.to_string())?;
