@@ -4,9 +4,10 @@
 
 use session_core::{FinishReason, Message, permission::Action, permission::Rule};
 use session_llm::RequestKind;
+use session_runtime::RequestAhead;
 use session_testkit::TestServer;
 
-use super::support::{Setup, eventually, history, http, rig, say, script, text_of};
+use super::support::{Rig, Setup, eventually, history, http, rig, say, script, text_of};
 
 const READ_THEN_ANSWER: &str = r#"{"turns": [
     {"text": "Reading.", "calls": [{"op": "read", "path": "notes.txt"}]},
@@ -17,13 +18,20 @@ fn main_requests(server: &TestServer) -> usize {
     server.requests().iter().filter(|r| r.kind == RequestKind::Main).count()
 }
 
+/// A server playing `turns`, a runtime on it, and `prompt`'s first request sent ahead and
+/// received by the server.
+async fn sent_ahead(turns: &str, prompt: &str) -> (TestServer, Rig, RequestAhead) {
+    let server = TestServer::start(script(turns)).await.unwrap();
+    let rig = rig(Setup::new(http(&server))).await;
+    let ahead = rig.runtime.send_ahead(&say(prompt)).await.unwrap();
+    eventually("the request sent ahead", async || main_requests(&server) == 1).await;
+    (server, rig, ahead)
+}
+
 #[tokio::test]
 async fn the_first_step_uses_the_request_sent_before_the_session_existed() {
-    let server = TestServer::start(script(READ_THEN_ANSWER)).await.unwrap();
-    let rig = rig(Setup::new(http(&server))).await;
-    let ahead = rig.runtime.send_ahead(&say("read the notes")).await.unwrap();
     // The request is at the server while nothing is stored yet.
-    eventually("the request sent ahead", async || main_requests(&server) == 1).await;
+    let (server, rig, ahead) = sent_ahead(READ_THEN_ANSWER, "read the notes").await;
     let listed = rig.store.list_sessions(&session_store::ListSessions::default()).await.unwrap();
     assert!(listed.sessions.is_empty(), "nothing is stored before the session is created");
 
@@ -45,10 +53,7 @@ async fn the_first_step_uses_the_request_sent_before_the_session_existed() {
 
 #[tokio::test]
 async fn a_request_sent_ahead_for_another_prompt_is_dropped_and_the_step_sends_its_own() {
-    let server = TestServer::start(script(ONE_ANSWER)).await.unwrap();
-    let rig = rig(Setup::new(http(&server))).await;
-    let ahead = rig.runtime.send_ahead(&say("something else")).await.unwrap();
-    eventually("the request sent ahead", async || main_requests(&server) == 1).await;
+    let (server, rig, ahead) = sent_ahead(ONE_ANSWER, "something else").await;
     let session = rig.runtime.create_session(None).await.unwrap();
     let reply = rig.runtime.prompt_with(&session.id, say("the real prompt"), Some(ahead)).await.unwrap();
     assert_eq!(reply.finish, Some(FinishReason::Stop), "{reply:?}");
@@ -65,10 +70,7 @@ async fn a_request_sent_ahead_for_another_prompt_is_dropped_and_the_step_sends_i
 
 #[tokio::test]
 async fn a_session_whose_rules_change_the_tools_does_not_take_the_request_sent_ahead() {
-    let server = TestServer::start(script(ONE_ANSWER)).await.unwrap();
-    let rig = rig(Setup::new(http(&server))).await;
-    let ahead = rig.runtime.send_ahead(&say("hi")).await.unwrap();
-    eventually("the request sent ahead", async || main_requests(&server) == 1).await;
+    let (server, rig, ahead) = sent_ahead(ONE_ANSWER, "hi").await;
     // The session's own rules disable a tool: the first step offers fewer tools than the
     // request sent ahead, which assumed a session without rules.
     let deny_read = Rule { permission: "read".into(), pattern: "*".into(), action: Action::Deny };
