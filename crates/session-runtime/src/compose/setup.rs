@@ -220,17 +220,13 @@ pub async fn assemble_sending(
         let database = setup.db.clone().or_else(|| config.database.clone());
         let data_dir = setup.data_dir.clone();
         let options = setup.store_options.clone();
-        let handle = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            handle.block_on(open_store(database.as_deref(), &data_dir, options))
-        })
+        beside(async move { open_store(database.as_deref(), &data_dir, options).await })
     };
     // The snapshot repository opens (for a new one: its creation) beside the store, off the
     // first request's path: the request sent ahead does not need it.
     let snapshot_opening = config.snapshot_enabled().then(|| {
         let (cwd, data_dir) = (setup.cwd.clone(), setup.data_dir.clone());
-        let handle = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || handle.block_on(GitSnapshotter::open(&cwd, &data_dir)))
+        beside(async move { GitSnapshotter::open(&cwd, &data_dir).await })
     });
     let permissions = Arc::new(PermissionEngine::new(asker));
     let workspace = Workspace::new(&setup.cwd)?;
@@ -298,20 +294,13 @@ pub async fn assemble_sending(
         None => None,
     };
     let snapshots: Arc<dyn Snapshotter> = match snapshot_opening {
-        Some(opening) => match opening.await {
-            Ok(Some(git)) => Arc::new(git.with_retention(config.snapshot_retention())),
-            Ok(None) => Arc::new(NoSnapshots),
-            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            // Cancelled: only when the async runtime shuts down under the assembly.
-            Err(_) => Arc::new(NoSnapshots),
+        Some(opening) => match joined(opening).await.flatten() {
+            Some(git) => Arc::new(git.with_retention(config.snapshot_retention())),
+            None => Arc::new(NoSnapshots),
         },
         None => Arc::new(NoSnapshots),
     };
-    let store = match opening.await {
-        Ok(opened) => opened?,
-        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-        Err(_) => return Err(ComposeError::Store(session_store::StoreError::Closed)),
-    };
+    let store = joined(opening).await.ok_or(ComposeError::Store(session_store::StoreError::Closed))??;
     let runtime = Runtime::builder(store.clone(), tools, settings)
         .models(models)
         .snapshots(snapshots)
@@ -334,4 +323,23 @@ pub async fn assemble_sending(
         sandbox_warning,
         ahead,
     })
+}
+
+/// Runs `future` on a thread of tokio's blocking pool, beside the calling task: work that
+/// blocks (SQLite's file, libgit2) and that the caller needs only later.
+fn beside<T: Send + 'static>(
+    future: impl std::future::Future<Output = T> + Send + 'static,
+) -> tokio::task::JoinHandle<T> {
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || handle.block_on(future))
+}
+
+/// What `task` returned, its panic passed on; `None` when the async runtime stopped it (only
+/// when it shuts down under the assembly).
+async fn joined<T>(task: tokio::task::JoinHandle<T>) -> Option<T> {
+    match task.await {
+        Ok(value) => Some(value),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => None,
+    }
 }

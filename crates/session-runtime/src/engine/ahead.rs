@@ -71,12 +71,7 @@ impl RequestAhead {
             })
             .collect();
         let messages = [MessageWithParts { info: Message::User(user), parts }];
-        let structured = match &input.format {
-            Some(session_core::OutputFormat::JsonSchema { schema, .. }) => {
-                Some(StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?)
-            }
-            _ => None,
-        };
+        let structured = StructuredOutput::for_format(input.format.as_ref())?;
         let request = sources
             .request(StepRequest {
                 messages: &messages,

@@ -6,8 +6,8 @@ use session_core::prompt_loop::{
     needs_overflow_compaction, next_task, structured_settlement, with_reminders,
 };
 use session_core::{
-    AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, OutputFormat, SessionId,
-    UserMessage, compaction::filter_compacted, permission::Rule, processor::Outcome,
+    AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, SessionId, UserMessage,
+    compaction::filter_compacted, permission::Rule, processor::Outcome,
 };
 use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
@@ -278,12 +278,7 @@ impl Runtime {
             return Err(error);
         };
         let agent = &*with_session_rules(agent, session_rules);
-        let structured = match &last_user.format {
-            Some(OutputFormat::JsonSchema { schema, .. }) => {
-                Some(StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?)
-            }
-            Some(OutputFormat::Text) | None => None,
-        };
+        let structured = StructuredOutput::for_format(last_user.format.as_ref())?;
         let entry = self.provider_for(&model)?;
         let catalog = self.model_for(&model)?;
         if needs_overflow_compaction(

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use session_core::prompt_loop::{is_last_step, push_max_steps};
 use session_core::{
-    MessageWithParts, ModelRef, OutputFormat, PartKind, history::ModelTarget, history::ToModelOptions,
+    MessageWithParts, ModelRef, PartKind, history::ModelTarget, history::ToModelOptions,
     history::to_model_messages, permission::disabled_tools,
 };
 use session_llm::{Api, CatalogModel, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
@@ -125,9 +125,7 @@ impl<'a> RequestSources<'a> {
             let api = Api::from_npm(&self.provider_for(&model)?.npm).unwrap_or(Api::OpenAiChat);
             apply_variant(&mut RequestOptions::default(), api, &self.model_for(&model)?, variant)?;
         }
-        if let Some(OutputFormat::JsonSchema { schema, .. }) = &input.format {
-            StructuredOutput::new(schema).map_err(RuntimeError::InvalidSchema)?;
-        }
+        StructuredOutput::for_format(input.format.as_ref())?;
         // A message of attachments alone (a compaction request) has no empty text part.
         let parts = (!input.text.is_empty() || input.attachments.is_empty())
             .then(|| text_part(&input.text))

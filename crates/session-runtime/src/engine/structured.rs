@@ -6,10 +6,11 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use session_core::processor::ToolSettlement;
-use session_core::{JsonObject, MessageError, ToolFailure};
+use session_core::{JsonObject, MessageError, OutputFormat, ToolFailure};
 use session_llm::ToolSpec;
 use session_tools::{ToolSuccess, schema_problems};
 
+use super::error::RuntimeError;
 use super::runs::lock;
 
 /// The name of the tool the model answers through when a schema is requested.
@@ -46,6 +47,17 @@ impl StructuredOutput {
     pub(super) fn new(schema: &Value) -> Result<Self, String> {
         let validator = jsonschema::validator_for(schema).map_err(|error| error.to_string())?;
         Ok(Self { schema: schema.clone(), validator, captured: Mutex::new(None) })
+    }
+
+    /// The state a message's answer `format` asks for: `None` for plain text, an error for a
+    /// schema that is not a valid JSON schema.
+    pub(super) fn for_format(format: Option<&OutputFormat>) -> Result<Option<Self>, RuntimeError> {
+        match format {
+            Some(OutputFormat::JsonSchema { schema, .. }) => {
+                Self::new(schema).map(Some).map_err(RuntimeError::InvalidSchema)
+            }
+            Some(OutputFormat::Text) | None => Ok(None),
+        }
     }
 
     /// The tool the model is offered.
