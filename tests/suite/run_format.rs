@@ -257,6 +257,11 @@ async fn opencode_attached_to_session_serve_prints_the_same_shape() {
     std::fs::create_dir_all(&project).unwrap();
     let mut script = Script::load(&fixtures().join("tool_step.script.json")).unwrap();
     script.workdir = Some(project.clone());
+    // At a model's pace. OpenCode's `run --attach` exits as soon as its prompt request
+    // answers, without reading what its event stream still holds, and it starts reading that
+    // stream some 30-40 ms after connecting: a run that ends sooner prints nothing, whatever
+    // the server (docs/http-api.md). Ten chunks of 40 ms keep the run well past that.
+    script.chunk_delay = std::time::Duration::from_millis(40);
     let prompt = script.prompt.clone().unwrap();
     let server = TestServer::start(script).await.unwrap();
     session_e2e::mock_project(&project, &server.base_url(Api::OpenAiChat), 32_000, 4_000).unwrap();

@@ -119,6 +119,16 @@ impl Processor {
         &self.parts
     }
 
+    /// The snapshot the newest step closed on, when no step started after it: the next step
+    /// of the run may start from it instead of taking one of its own (SPEC 13).
+    pub fn closing_snapshot(&self) -> Option<&str> {
+        self.parts.iter().rev().find_map(|part| match &part.kind {
+            PartKind::StepStart(_) => Some(None),
+            PartKind::StepFinish(finish) => Some(finish.snapshot.as_deref()),
+            _ => None,
+        })?
+    }
+
     /// True when the user interrupted this message.
     pub fn aborted(&self) -> bool {
         self.aborted

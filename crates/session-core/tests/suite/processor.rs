@@ -85,6 +85,16 @@ impl Default for Answers {
 
 /// Runs a script the way the runtime's driver would, recording a readable effect log.
 fn drive(config: ProcessorConfig, summary: bool, script: Vec<Step>, answers: Answers) -> Value {
+    drive_keeping(config, summary, script, answers).1
+}
+
+/// [`drive`], handing back the processor as the script left it.
+fn drive_keeping(
+    config: ProcessorConfig,
+    summary: bool,
+    script: Vec<Step>,
+    answers: Answers,
+) -> (Processor, Value) {
     let mut processor = Processor::new(assistant(summary), config, Box::new(Lcg(42)));
     let mut now = 1_000;
     let mut log = Vec::new();
@@ -181,12 +191,13 @@ fn drive(config: ProcessorConfig, summary: bool, script: Vec<Step>, answers: Ans
     }
     let parts: Vec<Value> =
         processor.parts().iter().map(|p| serde_json::to_value(&**p).unwrap_or_default()).collect();
-    json!({
+    let out = json!({
         "outcome": outcome,
         "message": processor.message(),
         "parts": parts,
         "effects": log,
-    })
+    });
+    (processor, out)
 }
 
 fn status(part: &Part) -> String {
@@ -548,6 +559,32 @@ fn snapshot_step_with_patch() {
         },
     );
     insta::assert_json_snapshot!("step_with_patch", out);
+}
+
+#[test]
+fn spec_13_the_closing_snapshot_is_the_last_step_finishs_when_no_step_started_after_it() {
+    let closed = script(vec![text_step(&["done"]), finish("stop", usage(10, 2))]);
+    let (processor, out) = drive_keeping(priced_config(), false, closed, Answers::default());
+    // tree1 is the start snapshot, tree2 the step's closing one.
+    assert_eq!(effects(&out).iter().filter(|e| e.starts_with("snapshot")).count(), 2);
+    assert_eq!(processor.closing_snapshot(), Some("tree2"));
+
+    let reopened = script(vec![
+        text_step(&["one"]),
+        vec![ev(json!({"type": "step-finish", "index": 0, "reason": "stop", "usage": usage(10, 2)}))],
+        vec![ev(json!({"type": "step-start", "index": 1}))],
+    ]);
+    let (processor, _) = drive_keeping(priced_config(), false, reopened, Answers::default());
+    assert_eq!(processor.closing_snapshot(), None, "a step started after the last finish");
+
+    let off = script(vec![text_step(&["done"]), finish("stop", usage(10, 2))]);
+    let (processor, _) =
+        drive_keeping(priced_config(), false, off, Answers { snapshots: false, ..Answers::default() });
+    assert_eq!(processor.closing_snapshot(), None, "snapshots off");
+
+    let unfinished = script(vec![vec![ev(json!({"type": "step-start", "index": 0}))]]);
+    let (processor, _) = drive_keeping(priced_config(), false, unfinished, Answers::default());
+    assert_eq!(processor.closing_snapshot(), None, "the stream ended inside the step");
 }
 
 #[test]

@@ -109,7 +109,8 @@ impl Runtime {
             cancel,
             structured: None,
         };
-        let (outcome, mut finished) = StepDriver::new(self, context, processor).run(request).await?;
+        let run = StepDriver::new(self, context, processor).run(request).await?;
+        let (outcome, mut finished) = (run.outcome, run.message);
         if outcome == Outcome::Compact {
             finished.error = Some(too_large_error(history.replay.is_some()));
             finished.finish = Some(FinishReason::Error);

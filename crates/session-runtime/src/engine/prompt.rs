@@ -189,7 +189,10 @@ impl Runtime {
         let mut guard = CompactionGuard::default();
         let mut last: Option<AssistantMessage> = None;
         let mut history = HistoryMirror::default();
+        // The snapshot the last step closed on when the loop went straight on from it.
+        let mut boundary: Option<String> = None;
         while !cancel.is_cancelled() {
+            let start_snapshot = boundary.take();
             self.set_status(session_id, SessionStatus::Busy);
             history.refresh(self.store.as_ref(), session_id).await?;
             // The previous step's summary diffs work on this read of the history.
@@ -227,14 +230,14 @@ impl Runtime {
                 }
                 continue;
             }
-            let sent = if step == 1 { ahead.take() } else { None };
-            match self.step(session_id, &messages, view, (step, &session_rules), cancel, sent).await? {
+            let carried = Carried { ahead: if step == 1 { ahead.take() } else { None }, start_snapshot };
+            match self.step(session_id, &messages, view, (step, &session_rules), cancel, carried).await? {
                 StepEnd::Answer(message) => {
                     last = Some(message);
                     break;
                 }
                 StepEnd::Compacting => {}
-                StepEnd::Continued { message, after } => {
+                StepEnd::Continued { message, after, closing_snapshot } => {
                     match after {
                         AfterStep::Stop => {
                             last = Some(message);
@@ -243,7 +246,10 @@ impl Runtime {
                         AfterStep::Compact { overflow } => {
                             self.create_compaction(session_id, last_user, overflow).await?;
                         }
-                        AfterStep::Continue => guard.step_continued(message.finish.is_some()),
+                        AfterStep::Continue => {
+                            guard.step_continued(message.finish.is_some());
+                            boundary = closing_snapshot;
+                        }
                     }
                     last = Some(message);
                 }
@@ -263,7 +269,7 @@ impl Runtime {
         view: LoopView<'_>,
         (step, session_rules): (u32, &[Rule]),
         cancel: &CancellationToken,
-        ahead: Option<RequestAhead>,
+        carried: Carried,
     ) -> Result<StepEnd, RuntimeError> {
         let LoopView { last_user, last_finished } = view;
         // The newest user message decides the agent, the model and the format (SPEC 12 step 3).
@@ -311,7 +317,7 @@ impl Runtime {
             })
             .await?;
         // A new session's first request may have left before the session was stored.
-        let sent = ahead.and_then(|ahead| ahead.adopt(&model.provider_id, &request));
+        let sent = carried.ahead.and_then(|ahead| ahead.adopt(&model.provider_id, &request));
         let processor = self.processor_for(assistant.clone(), &catalog, &request.tools);
         let context = StepContext {
             session_id,
@@ -321,8 +327,12 @@ impl Runtime {
             cancel,
             structured: structured.as_ref(),
         };
-        let (outcome, mut message) =
-            StepDriver::new(self, context, processor).with_sent(sent).run(request).await?;
+        let run = StepDriver::new(self, context, processor)
+            .with_sent(sent)
+            .with_start_snapshot(carried.start_snapshot)
+            .run(request)
+            .await?;
+        let (outcome, mut message) = (run.outcome, run.message);
         self.mark_summary(session_id, &message.parent_id);
         if let Some(structured) = &structured {
             let captured = structured.take();
@@ -347,7 +357,7 @@ impl Runtime {
             }
         }
         let after = after_step(outcome, &message);
-        Ok(StepEnd::Continued { message, after })
+        Ok(StepEnd::Continued { message, after, closing_snapshot: run.closing_snapshot })
     }
 }
 
@@ -363,5 +373,15 @@ enum StepEnd {
         message: AssistantMessage,
         /// What follows.
         after: AfterStep,
+        /// The snapshot the step closed on, for the next step's start.
+        closing_snapshot: Option<String>,
     },
+}
+
+/// What a step takes over from before it.
+struct Carried {
+    /// The first request, sent ahead of the session's store (step 1 of a new session).
+    ahead: Option<RequestAhead>,
+    /// The previous step's closing snapshot, when the loop went straight on from it.
+    start_snapshot: Option<String>,
 }

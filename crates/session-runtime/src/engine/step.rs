@@ -9,8 +9,8 @@ use futures_util::{FutureExt as _, StreamExt as _};
 use session_core::{
     AssistantMessage, LlmEvent, Message, MessageError, MessageId, Part, PartKind, SessionId,
     permission::ToolCallRef, processor::Effect, processor::Input, processor::Outcome, processor::Processor,
-    processor::ProcessorError, processor::ToolSettlement, processor::Waiting, retry::RetryDecision,
-    retry::RetryRequest, retry::decide,
+    processor::ProcessorError, processor::SnapshotPurpose, processor::ToolSettlement, processor::Waiting,
+    retry::RetryDecision, retry::RetryRequest, retry::decide,
 };
 use session_llm::{LlmError, LlmRequest, LlmStream};
 use session_store::{PartDelta, WriteBatch};
@@ -55,6 +55,19 @@ pub(super) struct StepDriver<'a> {
     pending: PendingWrites,
     /// The first attempt's stream when its request was sent ahead of the step.
     sent: Option<LlmStream>,
+    /// The previous step's closing snapshot, taken as this step's start snapshot.
+    start_snapshot: Option<String>,
+}
+
+/// How a step ended: the processor's outcome, the final message, and the snapshot its last
+/// step closed on (see [`session_core::processor::Processor::closing_snapshot`]).
+pub(super) struct StepRun {
+    /// What the loop does next, as the processor decided.
+    pub(super) outcome: Outcome,
+    /// The assistant message as stored last.
+    pub(super) message: AssistantMessage,
+    /// The worktree's tree when the step closed, when nothing of the step came after it.
+    pub(super) closing_snapshot: Option<String>,
 }
 
 /// How reading one attempt's stream ended.
@@ -84,6 +97,7 @@ impl<'a> StepDriver<'a> {
             outcome: None,
             pending: PendingWrites::default(),
             sent: None,
+            start_snapshot: None,
         }
     }
 
@@ -94,16 +108,22 @@ impl<'a> StepDriver<'a> {
         self
     }
 
+    /// The driver answering the processor's start snapshot with `snapshot`, the previous
+    /// step's closing one, instead of staging the worktree again: the run went straight from
+    /// that step to this one, so only others' edits in between (milliseconds) could differ,
+    /// and those then count in this step's patch rather than in none (SPEC 13).
+    pub(super) fn with_start_snapshot(mut self, snapshot: Option<String>) -> Self {
+        self.start_snapshot = snapshot;
+        self
+    }
+
     fn now(&self) -> u64 {
         self.runtime.clock.now_ms()
     }
 
     /// Runs the step over the provider stream with retries (SPEC 7), tools and cleanup (SPEC
     /// 8), and returns the processor's outcome with the step's final message.
-    pub(super) async fn run(
-        mut self,
-        request: LlmRequest,
-    ) -> Result<(Outcome, AssistantMessage), RuntimeError> {
+    pub(super) async fn run(mut self, request: LlmRequest) -> Result<StepRun, RuntimeError> {
         let mut attempt: u32 = 0;
         let started = self.now();
         let mut failure = self.carry_out().await?;
@@ -157,8 +177,11 @@ impl<'a> StepDriver<'a> {
             break;
         }
         self.commit_pending().await?;
-        let outcome = self.outcome.unwrap_or(Outcome::Stop);
-        Ok((outcome, self.processor.message().clone()))
+        Ok(StepRun {
+            outcome: self.outcome.unwrap_or(Outcome::Stop),
+            message: self.processor.message().clone(),
+            closing_snapshot: self.processor.closing_snapshot().map(str::to_owned),
+        })
     }
 
     /// Streams one attempt, feeding the processor stream events, tool updates and the
@@ -385,6 +408,9 @@ impl<'a> StepDriver<'a> {
                     })
                     .await?;
                 None
+            }
+            Effect::TakeSnapshot(SnapshotPurpose::Start) if self.start_snapshot.is_some() => {
+                Some(Input::Snapshot(self.start_snapshot.take()))
             }
             Effect::TakeSnapshot(_) => Some(Input::Snapshot(runtime.snapshots.track().await)),
             Effect::ComputePatch { hash, to } => Some(Input::Patch(match to {

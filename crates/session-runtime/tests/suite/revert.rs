@@ -114,3 +114,57 @@ async fn revert_and_unrevert_are_refused_while_a_prompt_runs() {
     // Idle again: reverting works.
     rig.runtime.revert(&session.id, &user.id, None).await.unwrap();
 }
+
+const TWO_WRITING_STEPS: &str = r#"{"turns": [
+    {"text": "One.", "calls": [{"op": "write", "path": "one.txt", "content": "1\n"}]},
+    {"text": "Two.", "calls": [{"op": "write", "path": "two.txt", "content": "2\n"}]},
+    {"text": "Done."}]}"#;
+
+/// Each assistant message's step-start snapshot, step-finish snapshot and patched file names.
+type StepSnapshots = (Option<String>, Option<String>, Vec<String>);
+
+fn step_snapshots(message: &session_core::MessageWithParts) -> StepSnapshots {
+    let mut out: StepSnapshots = (None, None, Vec::new());
+    for part in &message.parts {
+        match &part.kind {
+            PartKind::StepStart(start) => out.0 = start.snapshot.clone(),
+            PartKind::StepFinish(finish) => out.1 = finish.snapshot.clone(),
+            PartKind::Patch(patch) => {
+                out.2.extend(patch.files.iter().filter_map(|f| f.rsplit('/').next().map(str::to_owned)));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn spec_13_a_step_the_run_goes_straight_on_to_starts_from_the_last_steps_closing_snapshot() {
+    let mut setup = Setup::new(scripted(TWO_WRITING_STEPS));
+    setup.snapshots = true;
+    let rig = rig(setup).await;
+    let session = rig.runtime.create_session(None).await.unwrap();
+    rig.runtime.prompt(&session.id, say("write one file per step")).await.unwrap();
+    let steps: Vec<StepSnapshots> =
+        history(&rig.store, &session.id).await.iter().filter(|m| !is_user(m)).map(step_snapshots).collect();
+    assert_eq!(steps.len(), 3);
+    for pair in steps.windows(2) {
+        assert!(pair[0].1.is_some());
+        assert_eq!(pair[1].0, pair[0].1, "a step starts where the one before it closed");
+    }
+    let patched: Vec<&[String]> = steps.iter().map(|step| step.2.as_slice()).collect();
+    assert_eq!(patched, [&["one.txt".to_owned()][..], &["two.txt".to_owned()][..], &[][..]]);
+    // One staging before the first step, then one per step boundary (was two per step).
+    assert_eq!(rig.snapshot_tracks.load(std::sync::atomic::Ordering::SeqCst), 4);
+
+    // A new prompt is a new run: its first step stages the worktree again, so an edit made
+    // between the runs lands in no step's patch.
+    std::fs::write(rig.work.join("between.txt"), "by hand\n").unwrap();
+    let rig_tracks = rig.snapshot_tracks.load(std::sync::atomic::Ordering::SeqCst);
+    rig.runtime.prompt(&session.id, say("anything else?")).await.unwrap();
+    let last = history(&rig.store, &session.id).await;
+    let (start, _, files) = step_snapshots(last.last().unwrap());
+    assert_ne!(start, steps[2].1, "the edit made between the runs is in the new start snapshot");
+    assert!(files.is_empty(), "{files:?}");
+    assert_eq!(rig.snapshot_tracks.load(std::sync::atomic::Ordering::SeqCst), rig_tracks + 2);
+}

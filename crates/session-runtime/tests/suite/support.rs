@@ -4,19 +4,21 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
 use session_core::{
-    Message, MessageWithParts, ModelCost, ModelRef, PartKind, SessionId, ToolStatus, overflow::ModelLimit,
-    permission::AgentPaths, permission::PermissionAsk, permission::Reply, permission::Rule,
+    FileDiff, Message, MessageWithParts, ModelCost, ModelRef, PartKind, SessionId, ToolStatus,
+    overflow::ModelLimit, permission::AgentPaths, permission::PermissionAsk, permission::Reply,
+    permission::Rule,
 };
 use session_llm::{Api, CatalogModel, HttpProvider, Provider, ReqwestTransport};
 use session_runtime::{
-    Agent, Clock, ModelSource, NoSnapshots, ProviderEntry, Runtime, RuntimeSettings, Sleeper, Snapshotter,
-    SystemClock,
+    Agent, Clock, HousekeepingReport, ModelSource, NoSnapshots, ProviderEntry, Runtime, RuntimeSettings,
+    Sleeper, Snapshotter, SystemClock,
 };
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_testkit::TestServer;
@@ -157,6 +159,8 @@ pub struct Rig {
     pub sleeper: Arc<RecordingSleeper>,
     pub asker: Arc<FixedAsker>,
     pub work: PathBuf,
+    /// How many times the runtime staged the worktree for a snapshot.
+    pub snapshot_tracks: Arc<AtomicUsize>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -184,13 +188,14 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
     let tools =
         Arc::new(ToolExecutor::new(builtin_registry().unwrap(), Workspace::new(&work).unwrap(), permissions));
     let sleeper = Arc::new(RecordingSleeper::default());
+    let snapshot_tracks = Arc::new(AtomicUsize::new(0));
     let snapshots: Arc<dyn Snapshotter> = if setup.snapshots {
         if !work.join(".git").exists() {
             git(&work, &["init", "--quiet"]);
         }
-        Arc::new(
-            session_runtime::GitSnapshotter::open(&work, &root.join("data")).await.expect("git snapshots"),
-        )
+        let git =
+            session_runtime::GitSnapshotter::open(&work, &root.join("data")).await.expect("git snapshots");
+        Arc::new(Counted { inner: git, tracks: snapshot_tracks.clone() })
     } else {
         Arc::new(NoSnapshots)
     };
@@ -215,7 +220,45 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
         .sleeper(sleeper.clone())
         .agents(agents)
         .build();
-    Rig { runtime, store, sleeper, asker, work, _dir: None }
+    Rig { runtime, store, sleeper, asker, work, snapshot_tracks, _dir: None }
+}
+
+/// Real snapshots, counting how often the worktree is staged.
+struct Counted {
+    inner: session_runtime::GitSnapshotter,
+    tracks: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Snapshotter for Counted {
+    async fn track(&self) -> Option<String> {
+        self.tracks.fetch_add(1, Ordering::SeqCst);
+        self.inner.track().await
+    }
+    async fn patch(&self, hash: &str) -> Vec<String> {
+        self.inner.patch(hash).await
+    }
+    async fn patch_between(&self, from: &str, to: &str) -> Vec<String> {
+        self.inner.patch_between(from, to).await
+    }
+    async fn restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
+        self.inner.restore(hash, files).await
+    }
+    async fn check_restore(&self, hash: &str, files: &[String]) -> Result<(), String> {
+        self.inner.check_restore(hash, files).await
+    }
+    async fn diff(&self, hash: &str) -> Option<String> {
+        self.inner.diff(hash).await
+    }
+    async fn diff_trees(&self, from: &str, to: &str) -> Option<Vec<FileDiff>> {
+        self.inner.diff_trees(from, to).await
+    }
+    async fn claim_housekeeping(&self, now_ms: u64) -> Option<u64> {
+        self.inner.claim_housekeeping(now_ms).await
+    }
+    async fn housekeep(&self, keep: &[String]) -> Result<HousekeepingReport, String> {
+        self.inner.housekeep(keep).await
+    }
 }
 
 pub fn git(dir: &Path, args: &[&str]) {
