@@ -1,5 +1,7 @@
 //! The provider-neutral request every adapter takes, and what a request builder produces.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use session_core::{history::ModelMessage, history::ToolResultContent, history::ToolResultOutput};
 use tokio_util::sync::CancellationToken;
@@ -46,8 +48,8 @@ pub struct ToolSpec {
     pub name: String,
     /// What the tool does, for the model.
     pub description: String,
-    /// The JSON schema of its input.
-    pub input_schema: Value,
+    /// The JSON schema of its input, shared: every step's request lists the same tools.
+    pub input_schema: Arc<Value>,
 }
 
 /// Options that adapters translate into each provider's fields; unset means the provider's
@@ -174,7 +176,7 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "read".into(),
                 description: "reads".into(),
-                input_schema: serde_json::json!({"type": "object"}),
+                input_schema: serde_json::json!({"type": "object"}).into(),
             }],
             max_output_tokens: Some(100),
             ..LlmRequest::default()

@@ -17,13 +17,14 @@ pub struct ToolDefinition {
     pub name: String,
     /// What it does.
     pub description: String,
-    /// The JSON schema of its arguments.
-    pub parameters: Value,
+    /// The JSON schema of its arguments, shared with the registry: each step's request lists
+    /// the tools again, and a schema is copied by its count, not by its contents.
+    pub parameters: Arc<Value>,
 }
 
 struct Entry {
     tool: Arc<dyn Tool>,
-    schema: Value,
+    schema: Arc<Value>,
     /// The compiled schema: set at registration for outside tools, on the first call for
     /// built-in ones (compiling nine schemas before the first request costs start-up time).
     validator: OnceLock<Result<jsonschema::Validator, String>>,
@@ -66,7 +67,7 @@ impl ToolRegistry {
     /// Adds a tool from outside (MCP, plugins, tool sources), replacing one of the same name;
     /// its schema is checked against the meta-schema and compiled now, and a bad one fails here.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolError> {
-        let schema = tool.parameters();
+        let schema = Arc::new(tool.parameters());
         let validator = compile(tool.name(), &schema).map_err(|message| ToolError::Failed { message })?;
         self.insert(Entry { tool, schema, validator: OnceLock::from(Ok(validator)) });
         Ok(())
@@ -79,7 +80,7 @@ impl ToolRegistry {
     /// compilation still passes the schema through the meta-schema (jsonschema 0.61 has no public
     /// way to skip it): the process's first one builds the meta-schema's validator, about 1 ms.
     pub fn register_builtin(&mut self, tool: Arc<dyn Tool>) {
-        let schema = tool.parameters();
+        let schema = Arc::new(tool.parameters());
         self.insert(Entry { tool, schema, validator: OnceLock::new() });
     }
 

@@ -56,7 +56,7 @@ pub(crate) fn body(request: &LlmRequest) -> Result<Body<'_>, LlmError> {
             function: ChatFunction {
                 name: &tool.name,
                 description: &tool.description,
-                parameters: &tool.input_schema,
+                parameters: tool.input_schema.as_ref(),
             },
         })
         .collect();

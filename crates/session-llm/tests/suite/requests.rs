@@ -43,7 +43,8 @@ fn tools() -> Vec<ToolSpec> {
             "properties": {"city": {"type": "string", "description": "City name"}},
             "required": ["city"],
             "additionalProperties": false,
-        }),
+        })
+        .into(),
     }]
 }
 

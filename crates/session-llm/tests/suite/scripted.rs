@@ -34,7 +34,7 @@ fn opencode_tools() -> Vec<ToolSpec> {
         .map(|name| ToolSpec {
             name: name.to_owned(),
             description: format!("the {name} tool"),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
         })
         .collect()
 }

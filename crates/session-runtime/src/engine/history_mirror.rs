@@ -5,9 +5,10 @@
 //! another process with an older id, a deleted one) reads the whole history again. The store
 //! stays the log, and the source after a restart.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use session_core::{Message, MessageId, MessageWithParts, SessionId};
+use session_core::{Message, MessageId, MessageWithParts, SessionId, compaction::filter_compacted};
 use session_store::{EntityKind, HistoryTail, SessionHistory, Store, StoreError};
 
 /// The session's messages as the run last read them.
@@ -44,6 +45,19 @@ impl HistoryMirror {
     /// The messages, oldest first (by id, as the store orders them).
     pub(super) fn messages(&self) -> &[MessageWithParts] {
         &self.messages
+    }
+
+    /// The messages the model sees (SPEC 10.2 `filterCompacted`): borrowed when that is all
+    /// of them in their order, as before a session's first compaction, so that a step does not
+    /// copy the whole history; copied otherwise.
+    pub(super) fn compacted(&self) -> Cow<'_, [MessageWithParts]> {
+        let kept = filter_compacted(&self.messages);
+        let unchanged = kept.len() == self.messages.len()
+            && kept.iter().zip(self.messages.iter()).all(|(kept, held)| std::ptr::eq(*kept, held));
+        match unchanged {
+            true => Cow::Borrowed(&self.messages),
+            false => Cow::Owned(kept.into_iter().cloned().collect()),
+        }
     }
 
     /// The messages, to read while the mirror moves on.
@@ -144,6 +158,55 @@ mod tests {
             .collect();
         assert_eq!(agents, ["plan", "build"]);
         assert_eq!(ids(&mirror), ["msg_a", "msg_b"]);
+    }
+
+    #[test]
+    fn without_a_compaction_the_model_sees_the_held_messages_themselves() {
+        let mut mirror = HistoryMirror::default();
+        mirror.replace(SessionHistory {
+            messages: vec![message("msg_a"), message("msg_b")],
+            ..Default::default()
+        });
+        assert!(matches!(mirror.compacted(), Cow::Borrowed(held) if std::ptr::eq(held, mirror.messages())));
+    }
+
+    #[test]
+    fn after_a_compaction_the_model_sees_what_filter_compacted_keeps() {
+        let request = MessageWithParts {
+            parts: vec![
+                serde_json::from_value(serde_json::json!({
+                    "id": "prt_c", "sessionID": "ses_1", "messageID": "msg_c",
+                    "type": "compaction", "auto": true
+                }))
+                .expect("a compaction part"),
+            ],
+            ..message("msg_c")
+        };
+        let summary: Message = serde_json::from_value(serde_json::json!({
+            "id": "msg_d", "sessionID": "ses_1", "role": "assistant", "parentID": "msg_c",
+            "time": {"created": 2, "completed": 3}, "modelID": "m", "providerID": "p",
+            "mode": "compaction", "agent": "compaction", "path": {"cwd": "/", "root": "/"},
+            "cost": 0, "summary": true, "finish": "stop",
+            "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+        }))
+        .expect("a summary message");
+        let mut mirror = HistoryMirror::default();
+        mirror.replace(SessionHistory {
+            messages: vec![
+                message("msg_a"),
+                message("msg_b"),
+                request,
+                MessageWithParts { info: summary, parts: Vec::new() },
+                message("msg_e"),
+            ],
+            ..Default::default()
+        });
+        let seen = mirror.compacted();
+        assert!(matches!(seen, Cow::Owned(_)));
+        let expected: Vec<&MessageId> =
+            filter_compacted(mirror.messages()).iter().map(|m| m.info.id()).collect();
+        assert_eq!(seen.iter().map(|m| m.info.id()).collect::<Vec<_>>(), expected);
+        assert_eq!(expected.len(), 3, "the messages before the compaction are left out");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use session_core::prompt_loop::{
 };
 use session_core::{
     AssistantMessage, FinishReason, Message, MessageError, MessageWithParts, SessionId, UserMessage,
-    compaction::filter_compacted, permission::Rule, processor::Outcome,
+    permission::Rule, processor::Outcome,
 };
 use session_store::StoreError;
 use tokio_util::sync::CancellationToken;
@@ -197,8 +197,7 @@ impl Runtime {
             history.refresh(self.store.as_ref(), session_id).await?;
             // The previous step's summary diffs work on this read of the history.
             self.start_summary(session_id, history.shared());
-            let messages: Vec<MessageWithParts> =
-                filter_compacted(history.messages()).into_iter().cloned().collect();
+            let messages = history.compacted();
             let (view, task) = next_task(&messages).map_err(|_| RuntimeError::NoUserMessage)?;
             let last_user = view.last_user;
             let task = match task {

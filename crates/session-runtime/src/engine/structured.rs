@@ -2,7 +2,7 @@
 //! the `StructuredOutput` tool, whose validated input becomes the assistant message's
 //! `structured` value.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use session_core::processor::ToolSettlement;
@@ -37,7 +37,7 @@ pub fn missing_output_error() -> MessageError {
 
 /// One step's structured-output state: the schema's validator and what the model sent.
 pub(super) struct StructuredOutput {
-    schema: Value,
+    schema: Arc<Value>,
     validator: jsonschema::Validator,
     captured: Mutex<Option<Value>>,
 }
@@ -46,7 +46,7 @@ impl StructuredOutput {
     /// The state for `schema`, or the schema's own error when it is not a valid JSON schema.
     pub(super) fn new(schema: &Value) -> Result<Self, String> {
         let validator = jsonschema::validator_for(schema).map_err(|error| error.to_string())?;
-        Ok(Self { schema: schema.clone(), validator, captured: Mutex::new(None) })
+        Ok(Self { schema: Arc::new(schema.clone()), validator, captured: Mutex::new(None) })
     }
 
     /// The state a message's answer `format` asks for: `None` for plain text, an error for a

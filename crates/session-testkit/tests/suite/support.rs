@@ -42,7 +42,7 @@ pub fn opencode_tools() -> Vec<ToolSpec> {
         .map(|name| ToolSpec {
             name: name.to_owned(),
             description: format!("the {name} tool"),
-            input_schema: json!({"type": "object", "properties": {}}),
+            input_schema: json!({"type": "object", "properties": {}}).into(),
         })
         .collect()
 }

@@ -101,7 +101,7 @@ async fn builtin_schemas_use_opencode_parameter_names() {
     let definitions = registry.definitions(&Default::default());
     let read = definitions.iter().find(|d| d.name == "read").unwrap();
     assert_eq!(
-        read.parameters,
+        *read.parameters,
         json!({
             "type": "object",
             "properties": {
