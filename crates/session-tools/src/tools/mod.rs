@@ -94,7 +94,12 @@ mod tests {
             if let Err(error) = jsonschema::meta::validate(&schema) {
                 panic!("the schema of {} breaks the meta-schema: {error}", tool.name());
             }
+            // The registry compiles them as draft 7 (`compile_builtin`).
+            if let Err(error) = jsonschema::draft7::meta::validate(&schema) {
+                panic!("the schema of {} breaks the draft-7 meta-schema: {error}", tool.name());
+            }
             assert!(jsonschema::validator_for(&schema).is_ok(), "{}", tool.name());
+            assert!(jsonschema::draft7::new(&schema).is_ok(), "{}", tool.name());
         }
     }
 
