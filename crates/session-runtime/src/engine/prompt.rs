@@ -105,12 +105,14 @@ impl Runtime {
             if written { None } else { self.write_prompt_message(session_id, input).await.err() };
         loop {
             let seen = self.runs.joins(session_id, run);
+            let mut history = HistoryMirror::default();
             let outcome = match unwritten.take() {
                 Some(error) => Err(error),
-                None => self.run_loop(session_id, cancel, ahead.take()).await,
+                None => self.run_loop(session_id, cancel, ahead.take(), &mut history).await,
             };
-            // The last summary diffs are written while the run still holds the session.
-            self.finish_summaries(session_id).await;
+            // The last summary diffs are written while the run still holds the session, from
+            // the loop's own history brought up to date (its newest messages only).
+            self.finish_summaries(session_id, &mut history).await;
             self.fork_housekeeping();
             if let Err(error) = self.store.flush().await {
                 tracing::warn!(%error, "flushing the store after a run failed");
@@ -182,13 +184,13 @@ impl Runtime {
         session_id: &SessionId,
         cancel: &CancellationToken,
         mut ahead: Option<RequestAhead>,
+        history: &mut HistoryMirror,
     ) -> Result<AssistantMessage, RuntimeError> {
         // The session's own rules are read once per run: they are set when it is created.
         let session_rules = self.store.get_session(session_id).await?.permission;
         let mut step: u32 = 0;
         let mut guard = CompactionGuard::default();
         let mut last: Option<AssistantMessage> = None;
-        let mut history = HistoryMirror::default();
         // The snapshot the last step closed on when the loop went straight on from it.
         let mut boundary: Option<String> = None;
         while !cancel.is_cancelled() {

@@ -12,7 +12,8 @@
 //! never race a write that would bring a removed message back). A pass during the run works on
 //! the history the run itself read at the top of its next step (issue 25: the store is read
 //! once per step, not once by the run and again by the worker); the pass at the run's end
-//! brings the worker's own mirror up to the store (the newest messages only). Either way a
+//! works on the run's history brought up to the store (the newest messages only), or on the
+//! worker's own read of the store when that fails. Either way a
 //! later computation sees at least what an earlier one saw. The workers are the only writers
 //! of a user message's `summary`: they remember the diffs they wrote or found per turn, so a
 //! copy of a user message older than their own write does not make them write it again.
@@ -163,7 +164,9 @@ impl Runtime {
 
     /// Waits for the session's summary work, then computes what is still marked: the run's
     /// end calls it, so the last step's diff is stored before the run lets the session go.
-    pub(super) async fn finish_summaries(&self, session_id: &SessionId) {
+    /// `history` is the run's own, brought up to the store here for that last pass (a read of
+    /// the newest messages instead of the whole session).
+    pub(super) async fn finish_summaries(&self, session_id: &SessionId, history: &mut HistoryMirror) {
         // Taking the entry out stops the worker after its current pass.
         let Some(pending) = lock(&self.summaries.sessions).remove(session_id) else { return };
         if let Some(worker) = pending.worker
@@ -173,8 +176,16 @@ impl Runtime {
             tracing::warn!(%error, "summary diffs: the worker panicked");
         }
         if !pending.turns.is_empty() {
-            // The run's last step came after its last read: the store is read here.
-            self.summary_writer().summarize(session_id, &pending.turns, None, &pending.state).await;
+            // The run's last step came after its last read: the store is read here (by the
+            // worker itself when the run's history cannot be brought up to date).
+            let handed = match history.refresh(self.store.as_ref(), session_id).await {
+                Ok(()) => Some(history.shared()),
+                Err(error) => {
+                    tracing::debug!(%session_id, %error, "summary diffs: the run's history could not be read");
+                    None
+                }
+            };
+            self.summary_writer().summarize(session_id, &pending.turns, handed, &pending.state).await;
         }
     }
 
