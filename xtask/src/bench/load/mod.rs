@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use session_llm::Script;
 use session_testkit::SENT_US;
@@ -41,7 +41,7 @@ const CHUNK_CHARS: usize = SENT_US.len() + 1;
 pub(super) const READ_BACK_CONCURRENCY: usize = 32;
 
 /// Which database the server under load uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Backend {
     /// The embedded SQLite file in the data folder.
@@ -144,7 +144,7 @@ fn parse_options(args: &[String]) -> Result<LoadOptions> {
 }
 
 /// What one backend's run measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct LoadReport {
     /// The backend.
     pub(crate) backend: Backend,
@@ -326,6 +326,23 @@ mod tests {
 
     use serde_json::json;
     use session_testkit::SENT_US;
+
+    #[test]
+    fn a_report_written_by_the_release_driver_reads_back_the_same() {
+        let written = json!([{
+            "backend": "postgres", "sessions": 10, "chunks": 8, "delay_ms": 10, "complete": 9,
+            "lost_parts": 1, "unfinished": 0, "http_errors": 0, "session_errors": 0,
+            "provider_requests": 10, "provider_faults": 0, "deltas_sent": 80, "deltas_received": 79,
+            "idle": 10, "latency_p50_ms": 1.5, "latency_p99_ms": 9.0, "latency_max_ms": 9.5,
+            "peak_rss_mib": 30.0, "wall_s": 1.0, "load": [0.5, 0.75], "server_warnings": 0,
+            "server_cpu_s": 0.5, "driver_cpu_s": 0.25, "problems": ["ses_1: lost a part"],
+            "command": "xtask bench --load --db postgres"
+        }]);
+        let reports: Vec<super::LoadReport> = serde_json::from_value(written.clone()).expect("a report");
+        assert_eq!(reports[0].backend, super::Backend::Postgres);
+        assert!(!reports[0].clean());
+        assert_eq!(serde_json::to_value(&reports).expect("json"), written);
+    }
 
     use super::events::{Seen, observe, quantile, stamps, unstamped, worth_parsing};
     use super::serve::with_database;
