@@ -13,12 +13,11 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::js_json;
-use crate::js_text::{compile_js_patterns, is_js_whitespace};
+use crate::js_text::{compile_js_alternation, is_js_whitespace};
 use crate::message::MessageError;
 
 /// Messages that mean the request did not fit the model's context, as JavaScript regex sources
@@ -131,8 +130,11 @@ const QUOTA_MESSAGE: &str = "Quota exceeded. Check your plan and billing details
 const USAGE_NOT_INCLUDED_MESSAGE: &str =
     "To use Codex with your ChatGPT plan, upgrade to Plus: https://chatgpt.com/explore/plus.";
 
-static OVERFLOW_REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| compile_js_patterns(&OVERFLOW_PATTERNS));
-static NO_BODY_REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| compile_js_patterns(&[NO_BODY_PATTERN]));
+/// [`OVERFLOW_PATTERNS`] and [`NO_BODY_PATTERN`] as one regex.
+static OVERFLOW_REGEX: LazyLock<Option<regex_lite::Regex>> = LazyLock::new(|| {
+    let sources: Vec<&str> = OVERFLOW_PATTERNS.iter().copied().chain([NO_BODY_PATTERN]).collect();
+    compile_js_alternation(&sources)
+});
 
 /// A failed HTTP call to a provider, as an adapter saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -316,7 +318,7 @@ fn is_html(body: &str) -> bool {
 }
 
 fn is_overflow(message: &str, failure: &ApiCallFailure) -> bool {
-    OVERFLOW_REGEXES.iter().chain(NO_BODY_REGEXES.iter()).any(|regex| regex.is_match(message))
+    OVERFLOW_REGEX.as_ref().is_some_and(|regex| regex.is_match(message))
         || failure.status_code == Some(413)
         || failure.response_body.as_deref().is_some_and(has_context_length_code)
 }
@@ -389,8 +391,36 @@ mod tests {
 
     #[test]
     fn constant_patterns_compile_whole() {
-        assert_eq!(OVERFLOW_REGEXES.len(), OVERFLOW_PATTERNS.len());
-        assert_eq!(NO_BODY_REGEXES.len(), 1);
+        use crate::js_text::compile_js_patterns;
+        assert_eq!(compile_js_patterns(&OVERFLOW_PATTERNS).len(), OVERFLOW_PATTERNS.len());
+        assert_eq!(compile_js_patterns(&[NO_BODY_PATTERN]).len(), 1);
+        assert!(OVERFLOW_REGEX.is_some());
+    }
+
+    #[test]
+    fn the_joined_overflow_regex_matches_where_one_of_the_patterns_does() {
+        use crate::js_text::compile_js_patterns;
+        let sources: Vec<&str> = OVERFLOW_PATTERNS.iter().copied().chain([NO_BODY_PATTERN]).collect();
+        let each = compile_js_patterns(&sources);
+        let joined = OVERFLOW_REGEX.as_ref().expect("compiles");
+        let texts = [
+            "Prompt is too long: 210000 tokens > 200000 maximum",
+            "This model's maximum context length is 128000 tokens. However, you requested 130000",
+            "Input token count 90000 exceeds the maximum of 65536",
+            "400 status code (no body)",
+            "x 413 (no body)",
+            "context_length_exceeded",
+            "CONTEXT LENGTH EXCEEDED",
+            "maximum prompt length is tokens",
+            "prompt too long; exceeded max context length",
+            "Internal Server Error",
+            "rate limit reached",
+            "",
+        ];
+        for text in texts {
+            let any = each.iter().any(|regex| regex.is_match(text));
+            assert_eq!(joined.is_match(text), any, "{text:?}");
+        }
     }
 
     #[test]

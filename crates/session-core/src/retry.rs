@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::js_text::{compile_js_patterns, is_js_whitespace};
+use crate::js_text::{compile_js_alternation, is_js_whitespace};
 use crate::message::MessageError;
 
 /// Delay before the first retry, in milliseconds.
@@ -59,11 +58,13 @@ pub const RETRYABLE_PATTERNS: [&str; 7] = [
     r"\btry again (?:later|in\b)|\b(?:currently|temporarily) at capacity\b",
 ];
 
-static RETRYABLE_REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| compile_js_patterns(&RETRYABLE_PATTERNS));
+/// [`RETRYABLE_PATTERNS`] as one regex.
+static RETRYABLE_REGEX: LazyLock<Option<regex_lite::Regex>> =
+    LazyLock::new(|| compile_js_alternation(&RETRYABLE_PATTERNS));
 
 /// Whether a text looks like a transient failure (any of [`RETRYABLE_PATTERNS`]).
 fn matches_retryable(text: &str) -> bool {
-    RETRYABLE_REGEXES.iter().any(|regex| regex.is_match(text))
+    RETRYABLE_REGEX.as_ref().is_some_and(|regex| regex.is_match(text))
 }
 
 /// A provider's retry policy, from config `provider.<id>.options.retry` (SPEC 7.3).
@@ -585,7 +586,34 @@ mod tests {
 
     #[test]
     fn retryable_patterns_compile() {
-        assert_eq!(RETRYABLE_REGEXES.len(), RETRYABLE_PATTERNS.len());
+        use crate::js_text::compile_js_patterns;
+        assert_eq!(compile_js_patterns(&RETRYABLE_PATTERNS).len(), RETRYABLE_PATTERNS.len());
+        assert!(RETRYABLE_REGEX.is_some());
+    }
+
+    #[test]
+    fn the_joined_retryable_regex_matches_where_one_of_the_patterns_does() {
+        use crate::js_text::compile_js_patterns;
+        let each = compile_js_patterns(&RETRYABLE_PATTERNS);
+        let joined = RETRYABLE_REGEX.as_ref().expect("compiles");
+        for text in [
+            "500 Internal Server Error",
+            "Rate limit reached for requests",
+            "timeout",
+            "a timeout",
+            "Request timed out",
+            "stream timeout!",
+            "ECONNRESET",
+            "network_error",
+            "Please try again later.",
+            "currently at capacity",
+            "try again inside",
+            "Bad Request",
+            "",
+        ] {
+            let any = each.iter().any(|regex| regex.is_match(text));
+            assert_eq!(joined.is_match(text), any, "{text:?}");
+        }
     }
 
     #[test]
