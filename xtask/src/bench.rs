@@ -213,16 +213,7 @@ fn release_load(
     options: &Options,
     not_run: &mut Vec<String>,
 ) -> Result<Vec<load::LoadReport>> {
-    eprintln!("==> cargo build --release -p xtask (the load driver)");
-    let status = Command::new("cargo")
-        .args(["build", "--release", "--quiet", "-p", "xtask"])
-        .current_dir(root)
-        .status()
-        .context("cannot start cargo build")?;
-    if !status.success() {
-        bail!("cargo build --release -p xtask exited with {status}");
-    }
-    let driver = target_dir(root).join("release").join("xtask");
+    let driver = release_binary(root, "xtask", "xtask")?;
     let reports_path = out.join("load.json");
     let mut reports = Vec::new();
     for backend in [load::Backend::Sqlite, load::Backend::Postgres] {
@@ -277,20 +268,25 @@ pub(crate) fn session_binary(root: &Path, bin: Option<&Path>) -> Result<PathBuf>
         }
         return std::fs::canonicalize(bin).with_context(|| format!("resolve {}", bin.display()));
     }
-    eprintln!("==> cargo build --release -p session-cli");
+    release_binary(root, "session-cli", "session")
+}
+
+/// Builds binary `bin` of `package` in release and returns its path.
+fn release_binary(root: &Path, package: &str, bin: &str) -> Result<PathBuf> {
+    eprintln!("==> cargo build --release -p {package} --bin {bin}");
     let status = Command::new("cargo")
-        .args(["build", "--release", "--quiet", "-p", "session-cli", "--bin", "session"])
+        .args(["build", "--release", "--quiet", "-p", package, "--bin", bin])
         .current_dir(root)
         .status()
         .context("cannot start cargo build")?;
     if !status.success() {
-        bail!("cargo build --release -p session-cli exited with {status}");
+        bail!("cargo build --release -p {package} --bin {bin} exited with {status}");
     }
-    let bin = target_dir(root).join("release").join("session");
-    if !bin.is_file() {
-        bail!("the release build left no binary at {}", bin.display());
+    let path = target_dir(root).join("release").join(bin);
+    if !path.is_file() {
+        bail!("the release build left no binary at {}", path.display());
     }
-    Ok(bin)
+    Ok(path)
 }
 
 /// The one-minute load average, from `/proc/loadavg` (0 where there is none).
