@@ -46,6 +46,19 @@ pub(crate) fn compile_js_patterns(sources: &[&str]) -> Vec<regex::Regex> {
         .collect()
 }
 
+/// Asserts that `joined` ([`compile_js_alternation`] of `sources`) matches each of `texts`
+/// exactly when one of the sources, compiled alone by `regex`, does.
+#[cfg(test)]
+pub(crate) fn assert_joined_agrees(sources: &[&str], joined: Option<&regex_lite::Regex>, texts: &[&str]) {
+    let each = compile_js_patterns(sources);
+    assert_eq!(each.len(), sources.len(), "every source compiles alone");
+    let joined = joined.expect("the joined regex compiles");
+    for text in texts {
+        let any = each.iter().any(|regex| regex.is_match(text));
+        assert_eq!(joined.is_match(text), any, "{text:?}");
+    }
+}
+
 /// Chars JavaScript's `\s` matches.
 const JS_SPACE: &[(char, char)] = &[
     ('\t', '\r'),
