@@ -108,12 +108,9 @@ pub async fn run_demo(
         model,
     ));
 
-    // Snapshots need git; the demo works without it, just with no patch parts.
-    let git_ok = std::process::Command::new("git")
-        .args(["init", "--quiet"])
-        .current_dir(&workspace)
-        .status()
-        .is_ok_and(|status| status.success());
+    // The sample project becomes a repository in process (libgit2: no git binary, no hooks
+    // from a template); should that fail, the demo runs on without patch parts.
+    let git_ok = session_runtime::git::init_repository(&workspace).is_ok();
     let snapshots: Arc<dyn Snapshotter> = match git_ok {
         true => match GitSnapshotter::open(&workspace, &data).await {
             Some(git) => Arc::new(git),

@@ -22,6 +22,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             command,
             environment: Default::default(),
             cwd: std::env::current_dir()?,
+            keep_out: None,
             sandboxed: false,
         }),
         enabled: true,

@@ -29,7 +29,7 @@ mod tool;
 
 pub use error::McpError;
 pub use manager::McpManager;
-pub use name::{sanitize, tool_name};
+pub use name::{MAX_TOOL_NAME_CHARS, sanitize, tool_name};
 pub use result::{MAX_RESULT_CHARS, to_success};
 pub use server::{ServerState, ServerStatus};
 pub use spawn::{SandboxAt, local_command};

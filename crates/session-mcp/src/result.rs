@@ -4,7 +4,7 @@
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
 use session_core::{FilePart, JsonObject};
-use session_tools::ToolSuccess;
+use session_tools::{MAX_IMAGE_BYTES, ToolSuccess};
 
 use crate::error::McpError;
 
@@ -23,14 +23,20 @@ pub fn to_success(server: &str, tool: &str, result: CallToolResult) -> Result<To
     for block in result.content {
         match block {
             ContentBlock::Text(text) => texts.push(text.text),
-            ContentBlock::Image(image) => attachments.push(image_part(&image.mime_type, &image.data)),
+            ContentBlock::Image(image) => match image_part(&image.mime_type, &image.data) {
+                Ok(part) => attachments.push(part),
+                Err(note) => texts.push(note),
+            },
             ContentBlock::Audio(audio) => {
                 texts.push(format!("[audio of type {} not shown]", audio.mime_type))
             }
             ContentBlock::Resource(embedded) => match embedded.resource {
                 ResourceContents::TextResourceContents { text, .. } => texts.push(text),
                 ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => match mime_type {
-                    Some(mime) if mime.starts_with("image/") => attachments.push(image_part(&mime, &blob)),
+                    Some(mime) if mime.starts_with("image/") => match image_part(&mime, &blob) {
+                        Ok(part) => attachments.push(part),
+                        Err(note) => texts.push(note),
+                    },
                     mime => texts.push(format!(
                         "[resource {uri} of type {} not shown]",
                         mime.as_deref().unwrap_or("unknown")
@@ -59,17 +65,39 @@ pub fn to_success(server: &str, tool: &str, result: CallToolResult) -> Result<To
         metadata.insert("truncated".to_owned(), Value::Bool(true));
     }
     if let Some(structured) = result.structured_content {
-        metadata.insert("structuredContent".to_owned(), structured);
+        metadata.insert("structuredContent".to_owned(), cut_structured(structured));
     }
     Ok(ToolSuccess { title: tool.to_owned(), output, metadata, attachments })
 }
 
-fn image_part(mime: &str, base64: &str) -> FilePart {
-    FilePart {
+/// An image as an attachment. A raster image over the size limit is scaled down (or dropped
+/// with a note) later, as every tool's attachments are; a vector one (SVG) cannot be, so one
+/// over [`MAX_IMAGE_BYTES`] is refused here with the note the model reads instead.
+fn image_part(mime: &str, base64: &str) -> Result<FilePart, String> {
+    let essence = mime.split(';').next().unwrap_or(mime).trim().to_ascii_lowercase();
+    // Base64 holds 3 bytes in 4 characters.
+    let bytes = base64.trim().len() / 4 * 3;
+    if essence == "image/svg+xml" && bytes > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "[image of type {mime} ({bytes} bytes) not shown: over the {} MB image size limit]",
+            MAX_IMAGE_BYTES / (1024 * 1024)
+        ));
+    }
+    Ok(FilePart {
         mime: mime.to_owned(),
         filename: None,
         url: format!("data:{mime};base64,{base64}"),
         source: None,
+    })
+}
+
+/// The structured content as kept in the metadata: as it came, or, when its JSON is longer
+/// than [`MAX_RESULT_CHARS`], that JSON as text cut with the same note as a text result (the
+/// metadata is stored with the message and sent to every client).
+fn cut_structured(structured: Value) -> Value {
+    match cut(serde_json::to_string(&structured).unwrap_or_default()) {
+        (_, 0) => structured,
+        (text, _) => Value::String(text),
     }
 }
 
@@ -132,5 +160,24 @@ mod tests {
         let success = to_success("s", "t", answer).unwrap_or_else(|error| panic!("{error}"));
         assert!(success.output.ends_with("(output truncated: 5 more characters)"));
         assert_eq!(success.metadata.get("truncated"), Some(&Value::Bool(true)));
+    }
+
+    #[test]
+    fn an_svg_over_the_image_limit_is_a_note_and_a_small_one_is_kept() {
+        let big = "A".repeat((MAX_IMAGE_BYTES / 3 + 1) * 4);
+        let answer =
+            result(vec![ContentBlock::image(big, "image/svg+xml"), ContentBlock::image("AAAA", "image/svg+xml")], None, false);
+        let success = to_success("s", "t", answer).unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(success.attachments.len(), 1, "only the small svg is attached");
+        assert!(success.output.contains("not shown: over the 5 MB image size limit"), "{}", success.output);
+    }
+
+    #[test]
+    fn a_huge_structured_content_is_kept_cut_with_a_note() {
+        let answer = result(Vec::new(), Some(serde_json::json!({"x": "y".repeat(MAX_RESULT_CHARS)})), false);
+        let success = to_success("s", "t", answer).unwrap_or_else(|error| panic!("{error}"));
+        let kept = success.metadata.get("structuredContent").and_then(Value::as_str).unwrap_or_default();
+        assert!(kept.starts_with("{\"x\":\"yyy"), "{}", &kept[..20]);
+        assert!(kept.ends_with("(output truncated: 8 more characters)"), "{}", &kept[kept.len() - 60..]);
     }
 }

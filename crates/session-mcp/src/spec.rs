@@ -37,8 +37,16 @@ pub struct LocalServer {
     pub command: Vec<String>,
     /// Variables added to the inherited environment.
     pub environment: BTreeMap<String, String>,
-    /// The working directory (the project root unless the config names one).
+    /// The working directory: the folder the config names, else a private folder of the
+    /// runtime's, never an untrusted project: `python3 -m x` and `npx x` look for `x` in
+    /// their working directory first. Made (private to the user) at start when missing and
+    /// [`Self::keep_out`] is set.
     pub cwd: PathBuf,
+    /// The project folder, when the config named no `cwd`: its paths are taken out of the
+    /// search-path variables the server inherits (`PATH`, `PYTHONPATH`, `NODE_PATH`, ...), so
+    /// that nothing the project holds is found and run in place of the server. `None` when the
+    /// config chose the folder: the environment is then inherited as it is.
+    pub keep_out: Option<PathBuf>,
     /// Runs under the runtime's command sandbox (`mcp.<name>.sandbox`), as the bash tool's
     /// commands do.
     pub sandboxed: bool,

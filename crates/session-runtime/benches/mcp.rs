@@ -78,6 +78,7 @@ fn spec(dir: &Path) -> ServerSpec {
             command: vec!["node".into(), everything().to_string_lossy().into_owned(), "stdio".into()],
             environment: Default::default(),
             cwd: dir.to_path_buf(),
+            keep_out: None,
             sandboxed: false,
         }),
         enabled: true,

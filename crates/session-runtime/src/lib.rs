@@ -25,6 +25,7 @@
 mod compose;
 mod config;
 mod engine;
+pub mod git;
 
 pub use compose::{
     Assembled, AttachError, ComposeError, ConfiguredModels, InstructionSources, MAX_ATTACHMENT_BYTES,
@@ -36,7 +37,7 @@ pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
     CostTierConfig, ExperimentalConfig, FsResolver, KeyOrigin, LoadedConfig, McpKind, McpServerConfig,
     ModelConfig, ModelCostConfig, ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver,
-    SandboxConfig, ServerConfig, ShellEnvConfig, SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout,
+    SandboxConfig, ServerConfig, ServerFolders, ShellEnvConfig, SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout,
     TrustList, UntrustedResolver, WarningReason, api_for_package, combine, discover, discover_from,
     discover_in, key_origins, load, load_layers, mcp_servers, merge, parse_layer, restrict_untrusted,
     substitute, user_config_dir,

@@ -344,49 +344,31 @@ pub(crate) struct ChangedFile {
 
 /// `GET /file/status`: the files git sees changed against `HEAD`, with their line counts
 /// (empty outside a git repository).
+///
+/// Read in process through libgit2 ([`session_runtime::git::changed_files`]), never by the
+/// `git` binary: the repository is the model's to write, and `git status` would run the
+/// fsmonitor, filter drivers and hooks its config (or a nested repository's) names.
 pub(crate) async fn status(
     State(state): Shared,
     q: Result<Query<PathQuery>, QueryRejection>,
 ) -> Result<Json<Vec<ChangedFile>>, ServerError> {
     query(q)?;
-    let root = state.runtime.worktree();
-    if !root.join(".git").exists() {
-        return Ok(Json(Vec::new()));
-    }
-    let git = |args: &[&str]| {
-        tokio::process::Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(["-c", "core.quotepath=off"])
-            .args(args)
-            .kill_on_drop(true)
-            .output()
-    };
-    let numstat = git(&["diff", "HEAD", "--numstat", "--no-renames"]).await;
-    let names = git(&["status", "--porcelain=v1", "--untracked-files=all", "--no-renames"]).await;
-    let (Ok(numstat), Ok(names)) = (numstat, names) else {
-        return Err(ServerError::Internal("git could not be run to read the changed files".to_owned()));
-    };
-    let counts: std::collections::HashMap<String, (u64, u64)> = String::from_utf8_lossy(&numstat.stdout)
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.splitn(3, '\t');
-            let added = fields.next()?.parse().unwrap_or(0);
-            let removed = fields.next()?.parse().unwrap_or(0);
-            Some((fields.next()?.to_owned(), (added, removed)))
-        })
-        .collect();
-    let files = String::from_utf8_lossy(&names.stdout)
-        .lines()
-        .filter_map(|line| {
-            let (code, path) = (line.get(..2)?, line.get(3..)?);
-            let status = match code {
-                "??" | "A " | "AM" => "added",
-                c if c.contains('D') => "deleted",
-                _ => "modified",
-            };
-            let (added, removed) = counts.get(path).copied().unwrap_or_default();
-            Some(ChangedFile { path: path.to_owned(), added, removed, status })
+    let root = state.runtime.worktree().to_path_buf();
+    let changed = tokio::task::spawn_blocking(move || session_runtime::git::changed_files(&root))
+        .await
+        .map_err(|e| ServerError::Internal(e.to_string()))?
+        .map_err(|e| ServerError::Internal(format!("the changed files could not be read: {e}")))?;
+    let files = changed
+        .into_iter()
+        .map(|file| ChangedFile {
+            path: file.path,
+            added: file.added,
+            removed: file.removed,
+            status: match file.status {
+                session_core::FileStatus::Added => "added",
+                session_core::FileStatus::Deleted => "deleted",
+                session_core::FileStatus::Modified => "modified",
+            },
         })
         .collect();
     Ok(Json(files))

@@ -15,16 +15,22 @@
 //! and over HTTP. This crate only adds the HTTP side, the request log and the invariant check.
 //! It deliberately holds no assertions about a runtime's behaviour: tests make those.
 //!
+//! [`git_traps`] makes a repository booby-trapped as a model could leave it (fsmonitor, hooks,
+//! filter and diff drivers, a submodule and a nested repository with their own fsmonitor),
+//! each trap leaving a marker file when some `git` runs it.
+//!
 //! [`ApiClient`] and [`Events`] speak to the session server's HTTP API the way its tests do:
 //! JSON requests and the `/event` stream read event by event.
 
 mod api;
+mod git_traps;
 mod listener;
 mod server;
 mod trust;
 mod wire;
 
 pub use api::{ApiClient, Events, PATIENCE};
+pub use git_traps::{GitTraps, git_traps, plain_git_status};
 pub use server::{RecordedRequest, SENT_US, TestServer, Violation};
 pub use trust::trust_folder;
 pub use wire::{WireFacts, read as read_request};

@@ -19,8 +19,8 @@ use super::instructions::{InstructionSources, instruction_files, instructions_te
 use super::models::ConfiguredModels;
 use crate::config::WarningReason;
 use crate::config::{
-    ConfigSources, ConfigWarning, FsResolver, LoadedConfig, ServerConfig, TrustList, discover_from, load,
-    mcp_servers, user_config_dir,
+    ConfigSources, ConfigWarning, FsResolver, LoadedConfig, ServerConfig, ServerFolders, TrustList,
+    discover_from, load, mcp_servers, user_config_dir,
 };
 use crate::engine::{
     GitSnapshotter, ModelSource, NoSnapshots, PromptInput, RequestAhead, RequestSources, Runtime,
@@ -141,9 +141,31 @@ pub fn config_sources(setup: &RuntimeSetup) -> (ConfigSources, FsResolver) {
 /// The MCP servers the configuration of `setup`'s project names, none started (for
 /// `session mcp list` and `session mcp call`, which need no model).
 pub fn mcp_manager(setup: &RuntimeSetup) -> Result<McpManager, ComposeError> {
-    let loaded = load_config(setup)?;
+    let (sources, resolver) = config_sources(setup);
+    let loaded = load(&sources, &resolver)?;
     let (_, at) = sandbox_of(&loaded.config, setup);
-    Ok(McpManager::confined(mcp_servers(&loaded.config.mcp, &setup.cwd)?, at))
+    Ok(McpManager::confined(mcp_specs(&loaded.config, setup, &sources)?, at))
+}
+
+/// The folder under the data folder that local MCP servers without a `cwd` start in.
+const MCP_FOLDER: &str = "mcp-cwd";
+
+/// The configured MCP servers of `setup`'s project: a local one starts in its config's `cwd`
+/// (inside the project only when the project is trusted), else in [`MCP_FOLDER`] under the
+/// data folder, never in the model-written project by default.
+fn mcp_specs(
+    config: &crate::config::Config,
+    setup: &RuntimeSetup,
+    sources: &ConfigSources,
+) -> Result<Vec<session_mcp::ServerSpec>, ComposeError> {
+    let private = setup.data_dir.join(MCP_FOLDER);
+    let folders = ServerFolders {
+        project: &setup.cwd,
+        private: &private,
+        // `is_trusted` takes a file of the folder.
+        project_trusted: sources.is_trusted(&setup.cwd.join("session.json")),
+    };
+    Ok(mcp_servers(&config.mcp, folders)?)
 }
 
 /// The command sandbox `config` sets for `setup`'s project, and the same sandbox laid over the
@@ -242,7 +264,7 @@ pub async fn assemble_sending(
     registry.register_builtin(task.clone());
     // MCP servers start when the first model request needs tools, not here.
     // Local servers whose config says `sandbox: true` run under the same sandbox.
-    let mcp = Arc::new(McpManager::confined(mcp_servers(&config.mcp, &setup.cwd)?, at));
+    let mcp = Arc::new(McpManager::confined(mcp_specs(&config, setup, &sources)?, at));
     let mut executor = ToolExecutor::new(registry, workspace, permissions.clone())
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
         .with_shell_env(config.shell_env.policy())

@@ -64,11 +64,26 @@ fn wrong(name: &str, key: &str, expected: &str, found: &str) -> ConfigError {
     }
 }
 
-/// The servers of the `mcp` key, in written order, with relative `cwd`s resolved against
-/// `root` (the project root, also the default folder).
+/// Where local MCP servers start.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerFolders<'a> {
+    /// The project root: a relative `cwd` is resolved against it.
+    pub project: &'a Path,
+    /// The runtime's private folder (under the data folder) a server without a `cwd` starts in.
+    pub private: &'a Path,
+    /// True when the user trusts the project: only then may a `cwd` lie inside it.
+    pub project_trusted: bool,
+}
+
+/// The servers of the `mcp` key, in written order. A local server starts in the folder its
+/// `cwd` names (relative to the project root), else in `folders.private`; a `cwd` inside an
+/// untrusted project is not honoured (the private folder is used, with a warning), and
+/// unless the server starts inside the trusted project, the project's paths are kept out of
+/// its search paths ([`LocalServer::keep_out`]). The project's files are the model's to write:
+/// started there, `python3 -m x` or `npx x` would run the project's `x`.
 pub fn mcp_servers(
     mcp: &IndexMap<String, McpServerConfig>,
-    root: &Path,
+    folders: ServerFolders<'_>,
 ) -> Result<Vec<ServerSpec>, ConfigError> {
     mcp.iter()
         .map(|(name, entry)| {
@@ -84,11 +99,12 @@ pub fn mcp_servers(
                     if command.first().is_none_or(String::is_empty) {
                         return Err(wrong(name, "command", "a non-empty array of strings", "none"));
                     }
-                    let cwd = entry.cwd.as_deref().map_or_else(|| root.to_path_buf(), |cwd| root.join(cwd));
+                    let (cwd, keep_out) = server_folder(name, entry.cwd.as_deref(), folders);
                     Transport::Local(LocalServer {
                         command,
                         environment: entry.environment.clone().into_iter().collect(),
                         cwd,
+                        keep_out,
                         sandboxed: entry.sandbox == Some(true),
                     })
                 }
@@ -109,6 +125,29 @@ pub fn mcp_servers(
         .collect()
 }
 
+/// The folder the local server `name` starts in, and the project it is kept out of (none when
+/// it starts inside the trusted project, as its config asked).
+fn server_folder(name: &str, cwd: Option<&str>, folders: ServerFolders<'_>) -> (PathBuf, Option<PathBuf>) {
+    let project = folders.project;
+    let private = (folders.private.to_path_buf(), Some(project.to_path_buf()));
+    let Some(cwd) = cwd else { return private };
+    let named = project.join(cwd);
+    let real = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let in_project = named.starts_with(project) || real(&named).starts_with(real(project));
+    match (in_project, folders.project_trusted) {
+        (true, true) => (named, None),
+        (true, false) => {
+            tracing::warn!(
+                server = name,
+                cwd = %named.display(),
+                "mcp.{name}.cwd lies in a project you have not trusted; the server starts in the runtime's own folder"
+            );
+            private
+        }
+        (false, _) => (named, Some(project.to_path_buf())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,7 +163,8 @@ mod tests {
             "fs": {"type": "local", "command": ["npx", "server"], "environment": {"A": "1"}, "cwd": "tools", "timeout": 900},
             "docs": {"type": "remote", "url": "https://example.invalid/mcp", "headers": {"Authorization": "Bearer t"}, "enabled": false},
         }));
-        let specs = mcp_servers(&mcp, Path::new("/p")).unwrap_or_else(|error| panic!("{error}"));
+        let folders = ServerFolders { project: Path::new("/p"), private: Path::new("/d/mcp"), project_trusted: true };
+        let specs = mcp_servers(&mcp, folders).unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(specs[0].name, "fs");
         assert_eq!(specs[0].timeout, Duration::from_millis(900));
         assert_eq!(
@@ -133,6 +173,7 @@ mod tests {
                 command: vec!["npx".to_owned(), "server".to_owned()],
                 environment: [("A".to_owned(), "1".to_owned())].into(),
                 cwd: PathBuf::from("/p/tools"),
+                keep_out: None,
                 sandboxed: false,
             })
         );
@@ -162,9 +203,54 @@ mod tests {
 
     #[test]
     fn a_server_missing_what_its_kind_needs_is_an_error() {
-        let error = |value| mcp_servers(&parse(value), Path::new("/p")).unwrap_err().to_string();
+        let folders = ServerFolders { project: Path::new("/p"), private: Path::new("/d"), project_trusted: true };
+        let error = |value| mcp_servers(&parse(value), folders).unwrap_err().to_string();
         assert!(error(serde_json::json!({"a": {"type": "local"}})).contains("mcp.a.command"));
         assert!(error(serde_json::json!({"a": {"type": "remote", "url": "ftp://x"}})).contains("mcp.a.url"));
         assert!(error(serde_json::json!({"a": {"enabled": true}})).contains("mcp.a.type"));
+    }
+
+    #[test]
+    fn a_server_starts_in_the_project_only_when_its_config_says_so_and_the_project_is_trusted() {
+        let mcp = parse(serde_json::json!({
+            "none": {"type": "local", "command": ["x"]},
+            "here": {"type": "local", "command": ["x"], "cwd": "."},
+            "sub": {"type": "local", "command": ["x"], "cwd": "tools"},
+            "away": {"type": "local", "command": ["x"], "cwd": "/opt/server"},
+        }));
+        let folders = |project_trusted| ServerFolders {
+            project: Path::new("/p"),
+            private: Path::new("/d/mcp"),
+            project_trusted,
+        };
+        let places = |trusted| {
+            mcp_servers(&mcp, folders(trusted))
+                .unwrap_or_else(|error| panic!("{error}"))
+                .into_iter()
+                .map(|spec| match spec.transport {
+                    Transport::Local(local) => (local.cwd, local.keep_out),
+                    Transport::Remote(_) => panic!("a remote server"),
+                })
+                .collect::<Vec<_>>()
+        };
+        let kept_out = Some(PathBuf::from("/p"));
+        assert_eq!(
+            places(true),
+            [
+                (PathBuf::from("/d/mcp"), kept_out.clone()),
+                (PathBuf::from("/p/."), None),
+                (PathBuf::from("/p/tools"), None),
+                (PathBuf::from("/opt/server"), kept_out.clone()),
+            ]
+        );
+        assert_eq!(
+            places(false),
+            [
+                (PathBuf::from("/d/mcp"), kept_out.clone()),
+                (PathBuf::from("/d/mcp"), kept_out.clone()),
+                (PathBuf::from("/d/mcp"), kept_out.clone()),
+                (PathBuf::from("/opt/server"), kept_out),
+            ]
+        );
     }
 }

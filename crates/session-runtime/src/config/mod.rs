@@ -49,7 +49,7 @@ pub use command::CommandConfig;
 pub use discover::{ConfigSources, discover, discover_from, discover_in, trust_root, user_config_dir};
 pub use error::{ConfigError, ConfigWarning, WarningReason};
 pub use load::{ConfigLayer, LoadedConfig, combine, load, load_layers, parse_layer};
-pub use mcp::{McpKind, McpServerConfig, mcp_servers};
+pub use mcp::{McpKind, McpServerConfig, ServerFolders, mcp_servers};
 pub use merge::merge;
 pub use origin::{KeyOrigin, key_origins};
 pub use package::api_for_package;

@@ -19,14 +19,14 @@
 //! staged worktree, the last `grace` of snapshots and git's fixed files. A revert to a step
 //! whose snapshot went fails with git's error; every other feature works on.
 //!
-//! This is the one place the `git` binary runs (libgit2 has no garbage collection): without
-//! it, a pass fails with a warning and the store is not bounded.
+//! This is the one place the `git` binary runs (libgit2 has no garbage collection), built by
+//! [`crate::git::hardened_git`]: on the store's git dir alone, no work tree, no config but the
+//! store's own, no hooks or fsmonitor. Without the binary a pass fails with a warning and the
+//! store is not bounded.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
-
-use tokio::process::Command;
 
 use super::snapshot::GitSnapshotter;
 use super::snapshot_repo::is_hash;
@@ -218,7 +218,8 @@ async fn keep_ref(snapshots: &GitSnapshotter, keep: &[String]) -> Result<usize, 
     Ok(found.len())
 }
 
-/// Runs git on the snapshot repository with its worktree, the user's own git config left out.
+/// Runs git on the snapshot repository (never with the project as its work tree), through
+/// the runtime's one hardened git command ([`crate::git::hardened_git`]).
 async fn git(snapshots: &GitSnapshotter, args: &[&str]) -> Result<Vec<u8>, String> {
     git_with_input(snapshots, args, None).await
 }
@@ -229,20 +230,11 @@ async fn git_with_input(
     args: &[&str],
     input: Option<&[u8]>,
 ) -> Result<Vec<u8>, String> {
-    let mut command = Command::new("git");
-    command
-        .arg("--git-dir")
-        .arg(snapshots.git_dir())
-        .arg("--work-tree")
-        .arg(&snapshots.worktree)
-        .args(args)
-        .current_dir(&snapshots.worktree)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .stdin(if input.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::null() })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+    let mut command = crate::git::hardened_git(snapshots.git_dir());
+    command.args(args);
+    if input.is_some() {
+        command.stdin(std::process::Stdio::piped());
+    }
     let mut child = command.spawn().map_err(|error| format!("git did not run: {error}"))?;
     let stdin = child.stdin.take();
     // Written while the output is read: git answers line by line, and a full output pipe

@@ -6,6 +6,7 @@ mod engine;
 mod fuzz_config;
 mod long;
 mod loopback;
+mod mcp_cwd;
 mod process;
 mod revert;
 mod snapshot;

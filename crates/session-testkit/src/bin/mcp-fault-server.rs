@@ -7,7 +7,10 @@
 //!
 //! Tools: `pid` (its process id, to see restarts), `crash` (exits mid-call), `hang` (never
 //! answers), `huge` (`{"chars": N}` characters of text), `grow` (adds the tool `extra` and
-//! sends `notifications/tools/list_changed`), `extra` (present after `grow`).
+//! sends `notifications/tools/list_changed`), `extra` (present after `grow`), `svg` (an
+//! [`SVG_BYTES`] `image/svg+xml` image), `structured` ([`STRUCTURED_CHARS`] characters of
+//! structured content) and one tool whose name is [`LONG_NAME_CHARS`] characters long
+//! (`long_xxx...`; it answers `long ran`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,17 +23,29 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt as _};
 
+/// The decoded size of the `svg` tool's image (over every provider's image limit).
+const SVG_BYTES: usize = 8 * 1024 * 1024;
+/// The characters of the `structured` tool's structured content.
+const STRUCTURED_CHARS: usize = 3 * 1024 * 1024;
+/// The length of the long tool's name (OpenAI-style providers take at most 64).
+const LONG_NAME_CHARS: usize = 304;
+
+/// The long tool's name: `long_` and `x`s.
+fn long_name() -> String {
+    format!("long_{}", "x".repeat(LONG_NAME_CHARS - 5))
+}
+
 #[derive(Clone, Default)]
 struct Faults {
     grown: Arc<AtomicBool>,
 }
 
-fn tool(name: &'static str, description: &'static str, schema: serde_json::Value) -> Tool {
+fn tool(name: impl Into<String>, description: &'static str, schema: serde_json::Value) -> Tool {
     let schema = match schema {
         serde_json::Value::Object(object) => object,
         _ => serde_json::Map::new(),
     };
-    Tool::new(name, description, Arc::new(schema))
+    Tool::new(name.into(), description, Arc::new(schema))
 }
 
 fn empty() -> serde_json::Value {
@@ -57,6 +72,9 @@ impl ServerHandler for Faults {
                 serde_json::json!({"type": "object", "properties": {"chars": {"type": "integer"}}, "required": ["chars"]}),
             ),
             tool("grow", "Adds the tool `extra`", empty()),
+            tool("svg", "Returns an 8 MB SVG image", empty()),
+            tool("structured", "Returns 3 MB of structured content", empty()),
+            tool(long_name(), "Has a 304-character name", empty()),
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool("extra", "Present after grow", empty()));
@@ -69,6 +87,23 @@ impl ServerHandler for Faults {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        match request.name.as_ref() {
+            // Base64 of zero bytes: 4 characters per 3 bytes.
+            "svg" => {
+                let data = "A".repeat(SVG_BYTES.div_ceil(3) * 4);
+                return Ok(CallToolResult::success(vec![ContentBlock::image(data, "image/svg+xml")]).into());
+            }
+            "structured" => {
+                let value = serde_json::json!({"data": "s".repeat(STRUCTURED_CHARS)});
+                let mut result = CallToolResult::success(vec![ContentBlock::text("structured below")]);
+                result.structured_content = Some(value);
+                return Ok(result.into());
+            }
+            name if name == long_name() => {
+                return Ok(CallToolResult::success(vec![ContentBlock::text("long ran")]).into());
+            }
+            _ => {}
+        }
         let text = match request.name.as_ref() {
             "pid" => std::process::id().to_string(),
             "crash" => std::process::exit(3),

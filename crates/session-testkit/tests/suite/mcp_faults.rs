@@ -19,6 +19,7 @@ fn spec(args: &[&str], timeout: Duration) -> ServerSpec {
             command,
             environment: Default::default(),
             cwd: std::env::temp_dir(),
+            keep_out: None,
             sandboxed: false,
         }),
         enabled: true,
@@ -127,6 +128,7 @@ fn writing_spec(outside: &std::path::Path, sandboxed: bool) -> ServerSpec {
             command: vec!["sh".to_owned(), "-c".to_owned(), script],
             environment: Default::default(),
             cwd: std::env::temp_dir(),
+            keep_out: None,
             sandboxed,
         }),
         enabled: true,
@@ -157,4 +159,72 @@ async fn a_server_configured_for_the_sandbox_cannot_write_outside_the_workspace(
     assert!(names(&free).await.contains(&"fault_pid".to_owned()));
     assert!(outside.join("marker").exists());
     free.shutdown().await;
+}
+
+/// An executor offering `manager`'s tools in a fresh workspace (asks would wait: the calls'
+/// rules allow their tool); and that workspace.
+async fn executor(manager: Arc<McpManager>) -> (session_tools::ToolExecutor, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Arc::new(session_tools::PermissionEngine::new(Arc::new(session_tools::ReplyLater)));
+    let workspace = session_tools::Workspace::new(dir.path()).unwrap();
+    let executor = session_tools::ToolExecutor::new(session_tools::builtin_registry().unwrap(), workspace, engine)
+        .with_source(manager);
+    executor.refresh_sources().await;
+    (executor, dir)
+}
+
+/// Runs the offered tool `name` through `executor` with a rule allowing it.
+async fn run_offered(
+    executor: &session_tools::ToolExecutor,
+    name: &str,
+) -> Result<session_tools::ToolSuccess, session_tools::ToolError> {
+    use session_core::permission::{Action, Rule};
+    let scope = session_tools::CallScope {
+        session_id: session_core::SessionId::new_unchecked("ses_test"),
+        message_id: session_core::MessageId::new_unchecked("msg_test"),
+        agent: "build".into(),
+        ruleset: Arc::new(vec![Rule::new(name, "*", Action::Allow)]),
+        abort: tokio_util::sync::CancellationToken::new(),
+    };
+    let call = session_tools::ToolInvocation { call_id: "call_1".into(), tool: name.into(), input: JsonObject::new() };
+    executor.run(&call, &scope, scope.abort.clone(), session_tools::ProgressSink::none()).await
+}
+
+#[tokio::test]
+async fn a_304_character_tool_name_is_offered_within_64_and_calls_the_real_tool() {
+    let manager = Arc::new(McpManager::new(vec![spec(&[], Duration::from_secs(30))]));
+    let offered = names(&manager).await;
+    let long: Vec<&String> = offered.iter().filter(|name| name.starts_with("fault_long_")).collect();
+    assert_eq!(long.len(), 1, "{offered:?}");
+    assert_eq!(long[0].len(), session_mcp::MAX_TOOL_NAME_CHARS, "{}", long[0]);
+    assert!(offered.iter().all(|name| name.len() <= session_mcp::MAX_TOOL_NAME_CHARS), "{offered:?}");
+    // The model calls the short name; the server is asked for its own 304-character one.
+    let (executor, _dir) = executor(manager.clone()).await;
+    let result = run_offered(&executor, long[0]).await.unwrap();
+    assert_eq!(result.output, "long ran");
+    assert_eq!(result.metadata["tool"].as_str().map(str::len), Some(304));
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_8_mb_svg_is_not_sent_and_the_model_reads_why() {
+    let manager = Arc::new(McpManager::new(vec![spec(&[], Duration::from_secs(30))]));
+    let (executor, _dir) = executor(manager.clone()).await;
+    let result = run_offered(&executor, "fault_svg").await.unwrap();
+    assert!(result.attachments.is_empty(), "an svg of {} bytes was attached", result.attachments[0].url.len());
+    assert!(result.output.contains("image/svg+xml"), "{}", result.output);
+    assert!(result.output.contains("not shown: over the 5 MB image size limit"), "{}", result.output);
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_3_mb_structured_content_is_stored_cut_with_a_note() {
+    let manager = McpManager::new(vec![spec(&[], Duration::from_secs(30))]);
+    let result = manager.call("fault", "structured", JsonObject::new()).await.unwrap();
+    let kept = result.metadata["structuredContent"].as_str().unwrap_or_else(|| panic!("not cut: {}", result.metadata.len()));
+    assert!(kept.chars().count() < MAX_RESULT_CHARS + 100, "{} characters kept", kept.len());
+    let cut = 3 * 1024 * 1024 + r#"{"data":""}"#.len() - MAX_RESULT_CHARS;
+    assert!(kept.ends_with(&format!("(output truncated: {cut} more characters)")), "{}", &kept[kept.len() - 80..]);
+    assert_eq!(result.output, "structured below");
+    manager.shutdown().await;
 }
