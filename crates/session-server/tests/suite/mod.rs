@@ -1,5 +1,6 @@
 //! The router over a real runtime, served on a loopback listener.
 
 mod attacks;
+mod git_status;
 mod routes;
 mod support;
