@@ -139,3 +139,33 @@ async fn spec_13_snapshot_gc_runs_at_most_once_per_interval() {
     assert_eq!(snapshots.claim_housekeeping(now + day - 1).await, None);
     assert!(snapshots.claim_housekeeping(now + day).await.is_some());
 }
+
+/// Issue 39, item 3: snapshots (libgit2) and their housekeeping (the one `git` process, built
+/// hardened) of a project the model booby-trapped run none of its programs; the control runs
+/// plain `git status` there and the traps fire.
+#[tokio::test]
+async fn snapshots_and_housekeeping_run_none_of_a_trapped_repositorys_programs() {
+    let root = tempfile::tempdir().unwrap();
+    let work = root.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let traps = session_testkit::git_traps(&work, &root.path().join("scripts"), &root.path().join("markers"));
+    let retention = SnapshotRetention {
+        max_age: Duration::ZERO,
+        max_bytes: 0,
+        grace: Duration::ZERO,
+        ..SnapshotRetention::default()
+    };
+    let snapshots = GitSnapshotter::open(&work, &root.path().join("data")).await.unwrap().with_retention(retention);
+    let first = snapshots.track().await.unwrap();
+    std::fs::write(work.join("README.md"), "# App\n\nChanged.\n").unwrap();
+    assert_eq!(snapshots.patch(&first).await, [work.join("README.md").display().to_string()]);
+    assert!(snapshots.diff(&first).await.unwrap().contains("+Changed."));
+    let second = snapshots.track().await.unwrap();
+    snapshots.restore(&first, &[work.join("README.md").display().to_string()]).await.unwrap();
+    let report = snapshots.housekeep(&[first, second]).await.unwrap();
+    assert_eq!(report.stage, 3, "{report:?}");
+    assert_eq!(traps.fired(), Vec::<String>::new(), "the runtime's git ran the repository's programs");
+
+    session_testkit::plain_git_status(&work);
+    assert!(traps.fired().contains(&"fsmonitor".to_owned()), "{:?}", traps.fired());
+}
