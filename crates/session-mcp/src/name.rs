@@ -58,6 +58,9 @@ mod tests {
         assert!(name_a.starts_with("server_ttt"), "{name_a}");
         assert_eq!(name_a, tool_name("server", &a), "the same name every time");
         // Names that sanitise alike but differ really get different hashes.
-        assert_ne!(tool_name("s", &format!("{}.", "t".repeat(80))), tool_name("s", &format!("{}_", "t".repeat(80))));
+        assert_ne!(
+            tool_name("s", &format!("{}.", "t".repeat(80))),
+            tool_name("s", &format!("{}_", "t".repeat(80)))
+        );
     }
 }

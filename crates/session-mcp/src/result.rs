@@ -165,8 +165,11 @@ mod tests {
     #[test]
     fn an_svg_over_the_image_limit_is_a_note_and_a_small_one_is_kept() {
         let big = "A".repeat((MAX_IMAGE_BYTES / 3 + 1) * 4);
-        let answer =
-            result(vec![ContentBlock::image(big, "image/svg+xml"), ContentBlock::image("AAAA", "image/svg+xml")], None, false);
+        let answer = result(
+            vec![ContentBlock::image(big, "image/svg+xml"), ContentBlock::image("AAAA", "image/svg+xml")],
+            None,
+            false,
+        );
         let success = to_success("s", "t", answer).unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(success.attachments.len(), 1, "only the small svg is attached");
         assert!(success.output.contains("not shown: over the 5 MB image size limit"), "{}", success.output);

@@ -42,15 +42,16 @@ pub fn changed_files(worktree: &Path) -> Result<Vec<ChangedFile>, String> {
     if !worktree.join(".git").exists() {
         return Ok(Vec::new());
     }
-    let repo = match Repository::open_ext(worktree, RepositoryOpenFlags::NO_SEARCH, std::iter::empty::<&OsStr>()) {
-        Ok(repo) if !repo.is_bare() => repo,
-        // Not a repository after all, or one git itself would refuse (another user's).
-        Ok(_) => return Ok(Vec::new()),
-        Err(error) => {
-            tracing::debug!(%error, "the project's repository does not open; no changed files");
-            return Ok(Vec::new());
-        }
-    };
+    let repo =
+        match Repository::open_ext(worktree, RepositoryOpenFlags::NO_SEARCH, std::iter::empty::<&OsStr>()) {
+            Ok(repo) if !repo.is_bare() => repo,
+            // Not a repository after all, or one git itself would refuse (another user's).
+            Ok(_) => return Ok(Vec::new()),
+            Err(error) => {
+                tracing::debug!(%error, "the project's repository does not open; no changed files");
+                return Ok(Vec::new());
+            }
+        };
     // No commit yet: every file is new.
     let head = repo.head().ok().and_then(|head| head.peel_to_tree().ok());
     let mut options = DiffOptions::new();
@@ -90,8 +91,8 @@ pub fn changed_files(worktree: &Path) -> Result<Vec<ChangedFile>, String> {
     Ok(files)
 }
 
-/// Makes `dir` a new git repository (as `git init` does, without git's template: no sample
-/// hooks). Blocking.
+/// Makes `dir` a new git repository (as `git init` does, without git's template directory or
+/// the user's `init.templateDir`: no hooks are copied in). Blocking.
 pub fn init_repository(dir: &Path) -> Result<(), String> {
     let mut options = RepositoryInitOptions::new();
     options.external_template(false);
@@ -162,7 +163,11 @@ mod tests {
     fn a_new_repository_lists_its_files_as_added_with_their_lines() {
         let dir = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
         init_repository(dir.path()).unwrap_or_else(|error| panic!("{error}"));
-        assert!(!dir.path().join(".git/hooks").exists(), "no sample hooks");
+        // libgit2's own template may leave a `README.sample`; git runs no `.sample`.
+        let hooks: Vec<String> = std::fs::read_dir(dir.path().join(".git/hooks"))
+            .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        assert!(hooks.iter().all(|hook| hook.ends_with(".sample")), "{hooks:?}");
         std::fs::write(dir.path().join("a.txt"), "1\n2\n3\n").unwrap_or_else(|error| panic!("{error}"));
         let files = changed_files(dir.path()).unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(

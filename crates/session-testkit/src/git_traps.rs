@@ -26,7 +26,9 @@ impl GitTraps {
     /// The names of the traps that ran since the last [`GitTraps::reset`], sorted.
     pub fn fired(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(&self.markers)
-            .map(|entries| entries.flatten().map(|entry| entry.file_name().to_string_lossy().into_owned()).collect())
+            .map(|entries| {
+                entries.flatten().map(|entry| entry.file_name().to_string_lossy().into_owned()).collect()
+            })
             .unwrap_or_default();
         names.sort();
         names
@@ -63,7 +65,8 @@ fn trap(path: &Path, markers: &Path, name: &str, then: &str) {
     use std::os::unix::fs::PermissionsExt as _;
     let script = format!("#!/bin/sh\necho ran >> '{}/{name}'\n{then}\n", markers.display());
     std::fs::write(path, script).unwrap_or_else(|error| panic!("{error}"));
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|error| panic!("{error}"));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|error| panic!("{error}"));
 }
 
 /// Sets `core.fsmonitor` of the repository in `dir` to a trap named `name`.

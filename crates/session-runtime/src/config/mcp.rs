@@ -163,7 +163,8 @@ mod tests {
             "fs": {"type": "local", "command": ["npx", "server"], "environment": {"A": "1"}, "cwd": "tools", "timeout": 900},
             "docs": {"type": "remote", "url": "https://example.invalid/mcp", "headers": {"Authorization": "Bearer t"}, "enabled": false},
         }));
-        let folders = ServerFolders { project: Path::new("/p"), private: Path::new("/d/mcp"), project_trusted: true };
+        let folders =
+            ServerFolders { project: Path::new("/p"), private: Path::new("/d/mcp"), project_trusted: true };
         let specs = mcp_servers(&mcp, folders).unwrap_or_else(|error| panic!("{error}"));
         assert_eq!(specs[0].name, "fs");
         assert_eq!(specs[0].timeout, Duration::from_millis(900));
@@ -203,7 +204,8 @@ mod tests {
 
     #[test]
     fn a_server_missing_what_its_kind_needs_is_an_error() {
-        let folders = ServerFolders { project: Path::new("/p"), private: Path::new("/d"), project_trusted: true };
+        let folders =
+            ServerFolders { project: Path::new("/p"), private: Path::new("/d"), project_trusted: true };
         let error = |value| mcp_servers(&parse(value), folders).unwrap_err().to_string();
         assert!(error(serde_json::json!({"a": {"type": "local"}})).contains("mcp.a.command"));
         assert!(error(serde_json::json!({"a": {"type": "remote", "url": "ftp://x"}})).contains("mcp.a.url"));

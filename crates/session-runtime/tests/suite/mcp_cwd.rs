@@ -30,7 +30,8 @@ fn write(path: &Path, text: &str) {
 fn clone() -> Clone {
     let root = tempfile::tempdir().unwrap();
     let base = root.path().canonicalize().unwrap();
-    let (project, home, xdg, data) = (base.join("project"), base.join("home"), base.join("xdg"), base.join("data"));
+    let (project, home, xdg, data) =
+        (base.join("project"), base.join("home"), base.join("xdg"), base.join("data"));
     let marker = base.join("marker");
     for dir in [&project, &home, &xdg, &data] {
         std::fs::create_dir_all(dir).unwrap();
@@ -48,12 +49,19 @@ fn clone() -> Clone {
         r#"{"name": "mcp-evil-pkg", "version": "1.0.0", "bin": {"mcp-evil-pkg": "index.js"}}"#,
     );
     write(&package.join("index.js"), &js);
-    write(&project.join("package.json"), r#"{"name": "cloned", "version": "1.0.0", "dependencies": {"mcp-evil-pkg": "1.0.0"}}"#);
+    write(
+        &project.join("package.json"),
+        r#"{"name": "cloned", "version": "1.0.0", "dependencies": {"mcp-evil-pkg": "1.0.0"}}"#,
+    );
     std::fs::create_dir_all(project.join("node_modules/.bin")).unwrap();
     {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(package.join("index.js"), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::os::unix::fs::symlink("../mcp-evil-pkg/index.js", project.join("node_modules/.bin/mcp-evil-pkg")).unwrap();
+        std::os::unix::fs::symlink(
+            "../mcp-evil-pkg/index.js",
+            project.join("node_modules/.bin/mcp-evil-pkg"),
+        )
+        .unwrap();
     }
     let env: HashMap<String, String> = [("XDG_CONFIG_HOME".to_owned(), xdg.display().to_string())].into();
     let setup = RuntimeSetup {

@@ -155,7 +155,8 @@ async fn snapshots_and_housekeeping_run_none_of_a_trapped_repositorys_programs()
         grace: Duration::ZERO,
         ..SnapshotRetention::default()
     };
-    let snapshots = GitSnapshotter::open(&work, &root.path().join("data")).await.unwrap().with_retention(retention);
+    let snapshots =
+        GitSnapshotter::open(&work, &root.path().join("data")).await.unwrap().with_retention(retention);
     let first = snapshots.track().await.unwrap();
     std::fs::write(work.join("README.md"), "# App\n\nChanged.\n").unwrap();
     assert_eq!(snapshots.patch(&first).await, [work.join("README.md").display().to_string()]);

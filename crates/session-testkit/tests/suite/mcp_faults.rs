@@ -167,8 +167,9 @@ async fn executor(manager: Arc<McpManager>) -> (session_tools::ToolExecutor, tem
     let dir = tempfile::tempdir().unwrap();
     let engine = Arc::new(session_tools::PermissionEngine::new(Arc::new(session_tools::ReplyLater)));
     let workspace = session_tools::Workspace::new(dir.path()).unwrap();
-    let executor = session_tools::ToolExecutor::new(session_tools::builtin_registry().unwrap(), workspace, engine)
-        .with_source(manager);
+    let executor =
+        session_tools::ToolExecutor::new(session_tools::builtin_registry().unwrap(), workspace, engine)
+            .with_source(manager);
     executor.refresh_sources().await;
     (executor, dir)
 }
@@ -186,7 +187,11 @@ async fn run_offered(
         ruleset: Arc::new(vec![Rule::new(name, "*", Action::Allow)]),
         abort: tokio_util::sync::CancellationToken::new(),
     };
-    let call = session_tools::ToolInvocation { call_id: "call_1".into(), tool: name.into(), input: JsonObject::new() };
+    let call = session_tools::ToolInvocation {
+        call_id: "call_1".into(),
+        tool: name.into(),
+        input: JsonObject::new(),
+    };
     executor.run(&call, &scope, scope.abort.clone(), session_tools::ProgressSink::none()).await
 }
 
@@ -211,7 +216,11 @@ async fn an_8_mb_svg_is_not_sent_and_the_model_reads_why() {
     let manager = Arc::new(McpManager::new(vec![spec(&[], Duration::from_secs(30))]));
     let (executor, _dir) = executor(manager.clone()).await;
     let result = run_offered(&executor, "fault_svg").await.unwrap();
-    assert!(result.attachments.is_empty(), "an svg of {} bytes was attached", result.attachments[0].url.len());
+    assert!(
+        result.attachments.is_empty(),
+        "an svg of {} bytes was attached",
+        result.attachments[0].url.len()
+    );
     assert!(result.output.contains("image/svg+xml"), "{}", result.output);
     assert!(result.output.contains("not shown: over the 5 MB image size limit"), "{}", result.output);
     manager.shutdown().await;
@@ -221,10 +230,16 @@ async fn an_8_mb_svg_is_not_sent_and_the_model_reads_why() {
 async fn a_3_mb_structured_content_is_stored_cut_with_a_note() {
     let manager = McpManager::new(vec![spec(&[], Duration::from_secs(30))]);
     let result = manager.call("fault", "structured", JsonObject::new()).await.unwrap();
-    let kept = result.metadata["structuredContent"].as_str().unwrap_or_else(|| panic!("not cut: {}", result.metadata.len()));
+    let kept = result.metadata["structuredContent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not cut: {}", result.metadata.len()));
     assert!(kept.chars().count() < MAX_RESULT_CHARS + 100, "{} characters kept", kept.len());
     let cut = 3 * 1024 * 1024 + r#"{"data":""}"#.len() - MAX_RESULT_CHARS;
-    assert!(kept.ends_with(&format!("(output truncated: {cut} more characters)")), "{}", &kept[kept.len() - 80..]);
+    assert!(
+        kept.ends_with(&format!("(output truncated: {cut} more characters)")),
+        "{}",
+        &kept[kept.len() - 80..]
+    );
     assert_eq!(result.output, "structured below");
     manager.shutdown().await;
 }
