@@ -33,6 +33,14 @@ enum Flip {
     Folder,
 }
 
+/// Keeps the current state for a few microseconds, long enough for a tool's step to see it.
+fn hold() {
+    let until = Instant::now() + Duration::from_micros(20);
+    while Instant::now() < until {
+        std::thread::yield_now();
+    }
+}
+
 impl Flipper {
     fn start(path: PathBuf, outside: PathBuf, flip: Flip) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
@@ -45,7 +53,7 @@ impl Flipper {
                     Flip::File => {
                         let _ = std::fs::remove_file(&path);
                         let _ = symlink(&outside, &path);
-                        std::thread::yield_now();
+                        hold();
                         let _ = std::fs::remove_file(&path);
                         let _ = std::fs::write(&path, INSIDE_TEXT);
                     }
@@ -54,14 +62,14 @@ impl Flipper {
                         // takes its name, then comes back.
                         if std::fs::rename(&path, &parked).is_ok() {
                             let _ = symlink(&outside, &path);
-                            std::thread::yield_now();
+                            hold();
                             let _ = std::fs::remove_file(&path);
                             let _ = std::fs::rename(&parked, &path);
                         }
                     }
                 }
                 flips += 1;
-                std::thread::yield_now();
+                hold();
             }
             flips
         });
