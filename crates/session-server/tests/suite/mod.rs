@@ -1,5 +1,6 @@
 //! The router over a real runtime, served on a loopback listener.
 
 mod attacks;
+mod file_races;
 mod routes;
 mod support;
