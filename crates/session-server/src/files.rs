@@ -179,7 +179,10 @@ fn read_content(path: &PinnedPath, requested: &str) -> Result<Vec<u8>, ServerErr
         return Err(ServerError::query(format!("path: {requested:?} is not a file")));
     }
     if metadata.len() > CONTENT_LIMIT {
-        return Err(ServerError::TooLarge(format!("{requested}: {} bytes, over {CONTENT_LIMIT}", metadata.len())));
+        return Err(ServerError::TooLarge(format!(
+            "{requested}: {} bytes, over {CONTENT_LIMIT}",
+            metadata.len()
+        )));
     }
     let mut bytes = Vec::new();
     file.take(CONTENT_LIMIT)

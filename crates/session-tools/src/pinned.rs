@@ -88,7 +88,10 @@ impl PinnedFolder {
                 Component::Normal(name) => name,
                 Component::CurDir => continue,
                 Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                    return Err(ToolError::InvalidPath { path: shown, reason: "it is not a resolved path".into() });
+                    return Err(ToolError::InvalidPath {
+                        path: shown,
+                        reason: "it is not a resolved path".into(),
+                    });
                 }
             };
             if !missing.is_empty() {

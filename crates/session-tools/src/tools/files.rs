@@ -31,9 +31,8 @@ fn refuse_git(ctx: &ToolContext, pinned: &PinnedPath) -> Result<(), ToolError> {
         return Ok(());
     }
     let pattern = resolved.display(ctx.workspace());
-    let named = ctx
-        .deciding_rule("edit", &pattern)
-        .is_some_and(|rule| !rule.pattern.chars().all(|c| c == '*'));
+    let named =
+        ctx.deciding_rule("edit", &pattern).is_some_and(|rule| !rule.pattern.chars().all(|c| c == '*'));
     if named {
         return Ok(());
     }
@@ -66,9 +65,7 @@ pub(crate) fn old_text(pinned: &PinnedPath, text: bool) -> Result<Option<String>
                 )));
             }
             let mut bytes = Vec::new();
-            file.take(MAX_OLD_BYTES)
-                .read_to_end(&mut bytes)
-                .map_err(|e| ToolError::io("read", &shown, e))?;
+            file.take(MAX_OLD_BYTES).read_to_end(&mut bytes).map_err(|e| ToolError::io("read", &shown, e))?;
             if !text {
                 return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
             }

@@ -109,18 +109,19 @@ impl TypedTool for GrepTool {
         let matcher = RegexMatcherBuilder::new().line_terminator(Some(b'\n')).build(&args.pattern).map_err(
             |error| ToolError::invalid(format!("Invalid regex pattern {:?}: {error}", args.pattern)),
         )?;
+        // A walk's files are opened beneath the root's handle inside the workspace (a symlink
+        // may lead elsewhere inside it), beneath the searched folder's handle outside it.
         let (base, base_path) = if pinned.resolved().inside {
             let root = ctx.root().to_path_buf();
             let dir = cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority())
                 .map_err(|e| ToolError::io("open", root.to_string_lossy().as_ref(), e))?;
             (dir, root)
         } else {
-            match &opened {
-                Opened::Folder(dir) => {
-                    (dir.try_clone().map_err(|e| ToolError::io("open", &pinned.shown(), e))?, search.clone())
-                }
-                Opened::File { .. } => (pinned.folder().dir().try_clone().map_err(|e| ToolError::io("open", &pinned.shown(), e))?, search.clone()),
-            }
+            let dir = match &opened {
+                Opened::Folder(dir) => dir,
+                Opened::File { .. } => pinned.folder().dir(),
+            };
+            (dir.try_clone().map_err(|e| ToolError::io("open", pinned.shown(), e))?, search.clone())
         };
         let cancel = ctx.abort().clone();
         let pattern = args.pattern.clone();

@@ -63,8 +63,10 @@ impl TypedTool for ReadTool {
         // The ask covers what the handle holds: the folder itself, or the file's folder.
         let is_folder = match pinned.name() {
             None => true,
-            Some(name) => pinned.folder().exists()
-                && pinned.folder().dir().symlink_metadata(name).is_ok_and(|meta| meta.is_dir()),
+            Some(name) => {
+                pinned.folder().exists()
+                    && pinned.folder().dir().symlink_metadata(name).is_ok_and(|meta| meta.is_dir())
+            }
         };
         let kind = if is_folder { PathKind::Directory } else { PathKind::File };
         ctx.check_external(&path, kind).await?;
@@ -179,7 +181,7 @@ fn list_directory(
         format!("\n({} entries)", items.len())
     };
     let output = [
-        "<path>".to_owned() + &shown + "</path>",
+        "<path>".to_owned() + shown + "</path>",
         "<type>directory</type>".into(),
         "<entries>".into(),
         listing,

@@ -87,8 +87,11 @@ async fn a_nested_repository_git_config_is_refused() {
     let content = format!("{before}[core]\n{}", fsmonitor_line(&fx));
     assert_refused(fx.run("write", json!({"filePath": "sub/.git/config", "content": content})).await);
     assert_refused(
-        fx.run("edit", json!({"filePath": "sub/.GIT/config", "oldString": "[core]", "newString": "[core]\n"}))
-            .await,
+        fx.run(
+            "edit",
+            json!({"filePath": "sub/.GIT/config", "oldString": "[core]", "newString": "[core]\n"}),
+        )
+        .await,
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
     assert_git_runs_nothing(&fx, &fx.root.join("sub"));

@@ -104,8 +104,10 @@ fn setup() -> Fixture {
 /// The outside folder holds exactly `target.txt`, unchanged.
 fn assert_outside_untouched(outside: &Path) {
     assert_eq!(std::fs::read_to_string(outside.join("target.txt")).unwrap(), OUTSIDE_TEXT);
-    let names: Vec<String> =
-        std::fs::read_dir(outside).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, vec!["target.txt"], "a file appeared outside");
 }
 
@@ -117,8 +119,7 @@ async fn hammer_writes(fx: &Fixture, relative: &str, flipper: Flipper) -> (usize
         if fx.run("write", json!({"filePath": relative, "content": content})).await.is_ok() {
             written += 1;
         }
-        let edit =
-            json!({"filePath": relative, "oldString": "inside line", "newString": format!("inside line {round}")});
+        let edit = json!({"filePath": relative, "oldString": "inside line", "newString": format!("inside line {round}")});
         if fx.run("edit", edit).await.is_ok() {
             written += 1;
         }
@@ -152,7 +153,11 @@ async fn hammer_reads(fx: &Fixture, relative: &str, flipper: Flipper) -> usize {
     let mut inside = 0;
     for _ in 0..ROUNDS {
         if let Ok(result) = fx.run("read", json!({"filePath": relative})).await {
-            assert!(!result.output.contains("OUTSIDE-ORIGINAL"), "read served the outside file: {}", result.output);
+            assert!(
+                !result.output.contains("OUTSIDE-ORIGINAL"),
+                "read served the outside file: {}",
+                result.output
+            );
             if result.output.contains("inside line") {
                 inside += 1;
             }
