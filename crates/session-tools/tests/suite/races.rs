@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use session_tools::PermissionAnswer;
 
 use super::support::{Fixture, ScriptedAsker, build_rules};
 
@@ -219,4 +220,72 @@ fn control_a_naive_check_then_write_reaches_the_outside_file_through_the_folder_
     let reached = naive_check_then_write(&folder.join("target.txt"), &outside_file, &folder);
     assert!(flipper.stop() > 0);
     assert!(reached, "the flipper never won the race against a naive write: the attack is not exercised");
+}
+
+/// The same swap made at the worst moment, while the permission ask is open: the asker swaps
+/// the folder (or file) and then allows.
+fn swap_during_ask(
+    permission: &'static str,
+    from: PathBuf,
+    parked: PathBuf,
+    to: PathBuf,
+) -> Arc<ScriptedAsker> {
+    ScriptedAsker::new(move |ask| {
+        if ask.request.permission == permission && std::fs::symlink_metadata(&parked).is_err() {
+            std::fs::rename(&from, &parked).unwrap();
+            symlink(&to, &from).unwrap();
+        }
+        Some(PermissionAnswer::once())
+    })
+}
+
+#[tokio::test]
+async fn an_outside_folder_swapped_while_external_directory_is_asked_gets_the_write_it_was_asked_about() {
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    let (asked, elsewhere) = (outside.join("asked"), outside.join("elsewhere"));
+    std::fs::create_dir_all(&asked).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let asker =
+        swap_during_ask("external_directory", asked.clone(), outside.join("asked-moved"), elsewhere.clone());
+    let fx = Fixture::with(asker, build_rules(), None);
+    let target = asked.join("new.txt");
+    fx.run("write", json!({"filePath": target.to_string_lossy(), "content": "hello\n"})).await.unwrap();
+    assert_eq!(fx.asker.permissions(), vec!["external_directory"]);
+    assert!(!elsewhere.join("new.txt").exists(), "the write followed the swapped folder");
+    assert_eq!(std::fs::read_to_string(outside.join("asked-moved/new.txt")).unwrap(), "hello\n");
+    // Control: a write by path after the ask lands in the folder the symlink now names.
+    std::fs::write(&target, "by path\n").unwrap();
+    assert_eq!(std::fs::read_to_string(elsewhere.join("new.txt")).unwrap(), "by path\n");
+}
+
+#[tokio::test]
+async fn a_file_swapped_for_an_outside_symlink_while_edit_is_asked_is_replaced_not_followed() {
+    let mut rules = build_rules();
+    rules.push(session_core::permission::Rule::new("edit", "*", session_core::permission::Action::Ask));
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    std::fs::write(outside.join("target.txt"), OUTSIDE_TEXT).unwrap();
+    let asker = ScriptedAsker::new(|_| Some(PermissionAnswer::once()));
+    let fx = Fixture::with(asker, rules, None);
+    fx.write("target.txt", INSIDE_TEXT);
+    let (file, parked, to) =
+        (fx.root.join("target.txt"), fx.root.join("parked.txt"), outside.join("target.txt"));
+    fx.asker.set(move |ask| {
+        if ask.request.permission == "edit" && std::fs::symlink_metadata(&parked).is_err() {
+            std::fs::rename(&file, &parked).unwrap();
+            symlink(&to, &file).unwrap();
+        }
+        Some(PermissionAnswer::once())
+    });
+    let edit = json!({"filePath": "target.txt", "oldString": "inside line", "newString": "edited line"});
+    fx.run("edit", edit).await.unwrap();
+    assert_outside_untouched(&outside);
+    assert_eq!(std::fs::read_to_string(fx.root.join("target.txt")).unwrap(), "edited line\n");
+    // Control: a write by path now would follow the symlink out.
+    assert!(std::fs::symlink_metadata(fx.root.join("parked.txt")).is_ok());
+    std::fs::remove_file(fx.root.join("target.txt")).unwrap();
+    symlink(outside.join("target.txt"), fx.root.join("target.txt")).unwrap();
+    std::fs::write(fx.root.join("target.txt"), "by path\n").unwrap();
+    assert_eq!(std::fs::read_to_string(outside.join("target.txt")).unwrap(), "by path\n");
 }
