@@ -212,22 +212,28 @@ impl PinnedPath {
     /// Replaces the file with `bytes`: missing folders are created below the folder handle, the
     /// bytes go to a new temporary file in it, which is renamed over the final name within the
     /// same handle (a symlink or hard link at the name is replaced, never followed). An existing
-    /// file's permissions are kept.
+    /// file's mode and owner are kept (the owner where the process may set it).
     pub fn replace(&mut self, bytes: &[u8]) -> Result<(), ToolError> {
         let shown = self.shown();
         let Some(name) = self.name.clone() else { return Err(ToolError::IsDirectory { path: shown }) };
         self.folder.create_missing(&shown)?;
         let dir = &self.folder.dir;
-        let permissions = match dir.symlink_metadata(&name) {
+        // The replaced file's mode and owner carry over to the new one.
+        let kept = match dir.symlink_metadata(&name) {
             Ok(meta) if meta.is_dir() => return Err(ToolError::IsDirectory { path: shown }),
-            Ok(meta) if meta.is_file() => Some(cap_std::fs::PermissionsExt::mode(&meta.permissions())),
+            Ok(meta) if meta.is_file() => {
+                use cap_std::fs::MetadataExt as _;
+                Some((cap_std::fs::PermissionsExt::mode(&meta.permissions()), meta.uid(), meta.gid()))
+            }
             _ => None,
         };
         let (temp_name, file) = create_temp(dir, &name).map_err(|e| ToolError::io("write", &shown, e))?;
         let mut file = file.into_std();
         let written = (|| {
-            if let Some(mode) = permissions {
+            if let Some((mode, uid, gid)) = kept {
                 use std::os::unix::fs::PermissionsExt as _;
+                // Only root can give the file to another owner; anyone else keeps their own.
+                let _ = std::os::unix::fs::fchown(&file, Some(uid), Some(gid));
                 file.set_permissions(std::fs::Permissions::from_mode(mode))?;
             }
             file.write_all(bytes)?;
