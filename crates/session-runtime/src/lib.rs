@@ -30,8 +30,8 @@ pub mod git;
 pub use compose::{
     Assembled, AttachError, ComposeError, ConfiguredModels, InstructionSources, MAX_ATTACHMENT_BYTES,
     ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels, assemble, assemble_sending, attach_file,
-    config_sources, configured_agents, default_agent, instruction_files, instructions_text, load_config,
-    mcp_manager, open_store, project_root, user_dir,
+    attach_opened, config_sources, configured_agents, default_agent, instruction_files, instructions_text,
+    load_config, mcp_manager, open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,

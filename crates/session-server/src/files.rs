@@ -3,9 +3,14 @@
 //! (names, for `@` completion) and `/find/symbol` (no language server here: none).
 //!
 //! Every path is resolved as the file tools resolve them (symlinks and `..` followed) and
-//! refused outside the worktree; walks respect `.gitignore` and never enter `.git`.
+//! refused outside the worktree; walks respect `.gitignore` and never enter `.git`. What is
+//! served is read through handles (issue 39): the folder of the path is opened one component at
+//! a time without following a symlink, its file opened relative to that handle, and the checks
+//! (a regular file, its size) made on the opened file; a walk's files are opened beneath the
+//! worktree's handle. A folder flipped to a symlink after the resolution fails the request.
 
-use std::path::{Path, PathBuf};
+use std::io::Read as _;
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Json;
@@ -13,7 +18,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use session_tools::Workspace;
+use session_tools::{Opened, PinnedPath, Workspace};
 
 use crate::AppState;
 use crate::error::ServerError;
@@ -40,27 +45,29 @@ pub(crate) struct PathQuery {
 
 /// Resolves `requested` as the file tools do and refuses it outside `worktree` or inside
 /// `.git`; `field` names it in errors, and `malformed` makes the error of a path that cannot
-/// be resolved. Returns the real path and the path relative to the worktree.
+/// be resolved. Returns the path with its folder opened by handle, and the path relative to the
+/// worktree.
 pub(crate) fn project_path(
     worktree: &Path,
     requested: &str,
     field: &str,
     malformed: fn(String) -> ServerError,
-) -> Result<(PathBuf, String), ServerError> {
+) -> Result<(PinnedPath, String), ServerError> {
     let workspace = Workspace::new(worktree).map_err(|e| ServerError::Internal(e.to_string()))?;
     let resolved = workspace.resolve(requested).map_err(|e| malformed(format!("{field}: {e}")))?;
     if !resolved.inside {
         return Err(ServerError::Forbidden(format!("{field}: {requested:?} is outside the project")));
     }
     let relative = workspace.relative(&resolved.path);
-    if relative.split('/').any(|part| part == ".git") {
+    if session_tools::in_git_folder(Path::new(&relative)) {
         return Err(ServerError::Forbidden(format!("{field}: {requested:?} is inside .git")));
     }
-    Ok((resolved.path, relative))
+    let pinned = PinnedPath::open(&workspace, resolved).map_err(|e| malformed(format!("{field}: {e}")))?;
+    Ok((pinned, relative))
 }
 
 /// Resolves a `?path=` inside the worktree, or refuses it.
-fn inside(state: &AppState, requested: &str) -> Result<(PathBuf, String), ServerError> {
+fn inside(state: &AppState, requested: &str) -> Result<(PinnedPath, String), ServerError> {
     project_path(state.runtime.worktree(), requested, "path", ServerError::query)
 }
 
@@ -89,8 +96,16 @@ pub(crate) async fn list(
     Ok(Json(nodes))
 }
 
-fn list_folder(root: &Path, folder: &Path, relative: &str) -> Result<Vec<FileNode>, ServerError> {
-    let entries = std::fs::read_dir(folder).map_err(|e| ServerError::query(format!("path: {e}")))?;
+fn list_folder(root: &Path, folder: &PinnedPath, relative: &str) -> Result<Vec<FileNode>, ServerError> {
+    let dir = match folder.open_existing().map_err(|e| ServerError::query(format!("path: {e}")))? {
+        Some(Opened::Folder(dir)) => dir,
+        Some(Opened::File { .. }) => {
+            return Err(ServerError::query(format!("path: {} is not a folder", folder.shown())));
+        }
+        None => return Err(ServerError::query(format!("path: {} does not exist", folder.shown()))),
+    };
+    let absolute = folder.resolved().path.clone();
+    let entries = dir.entries().map_err(|e| ServerError::query(format!("path: {e}")))?;
     // The root's `.gitignore` marks entries as ignored (they are still listed, as OpenCode does).
     let matcher = {
         let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
@@ -109,7 +124,7 @@ fn list_folder(root: &Path, folder: &Path, relative: &str) -> Result<Vec<FileNod
             let ignored =
                 matcher.as_ref().is_some_and(|m| m.matched_path_or_any_parents(&path, is_dir).is_ignore());
             FileNode {
-                absolute: entry.path().to_string_lossy().into_owned(),
+                absolute: absolute.join(&name).to_string_lossy().into_owned(),
                 kind: if is_dir { "directory" } else { "file" },
                 name,
                 path,
@@ -140,24 +155,40 @@ pub(crate) async fn content(
     let q = query(q)?;
     let requested = q.path.ok_or_else(|| ServerError::query("path: missing"))?;
     let (path, _) = inside(&state, &requested)?;
-    let meta =
-        tokio::fs::metadata(&path).await.map_err(|e| ServerError::NotFound(format!("{requested}: {e}")))?;
-    if !meta.is_file() {
-        return Err(ServerError::query(format!("path: {requested:?} is not a file")));
-    }
-    if meta.len() > CONTENT_LIMIT {
-        return Err(ServerError::TooLarge(format!(
-            "{requested}: {} bytes, over {CONTENT_LIMIT}",
-            meta.len()
-        )));
-    }
-    let bytes =
-        tokio::fs::read(&path).await.map_err(|e| ServerError::Internal(format!("{requested}: {e}")))?;
+    let bytes = tokio::task::spawn_blocking(move || read_content(&path, &requested))
+        .await
+        .map_err(|e| ServerError::Internal(e.to_string()))??;
     Ok(Json(match String::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => FileContent { kind: "text", content: text, encoding: None },
         Ok(text) => binary(text.into_bytes()),
         Err(error) => binary(error.into_bytes()),
     }))
+}
+
+/// The bytes of the regular file at `path`, opened relative to its folder's handle and checked
+/// on the opened file.
+fn read_content(path: &PinnedPath, requested: &str) -> Result<Vec<u8>, ServerError> {
+    let opened = path.open_existing().map_err(|e| ServerError::query(format!("path: {e}")))?;
+    let Some(Opened::File { file, metadata }) = opened else {
+        return match opened {
+            None => Err(ServerError::NotFound(format!("{requested}: no such file"))),
+            Some(_) => Err(ServerError::query(format!("path: {requested:?} is not a file"))),
+        };
+    };
+    if !metadata.is_file() {
+        return Err(ServerError::query(format!("path: {requested:?} is not a file")));
+    }
+    if metadata.len() > CONTENT_LIMIT {
+        return Err(ServerError::TooLarge(format!(
+            "{requested}: {} bytes, over {CONTENT_LIMIT}",
+            metadata.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(CONTENT_LIMIT)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ServerError::Internal(format!("{requested}: {e}")))?;
+    Ok(bytes)
 }
 
 fn binary(bytes: Vec<u8>) -> FileContent {
@@ -290,17 +321,25 @@ pub(crate) async fn find_text(
     let root = state.runtime.worktree().to_path_buf();
     let found = tokio::task::spawn_blocking(move || {
         let mut found = Vec::new();
+        // Each file is opened beneath the worktree's handle: a folder flipped to a symlink
+        // during the walk cannot lead the search outside.
+        let Ok(base) = cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority()) else {
+            return found;
+        };
         'files: for entry in session_tools::walk_project(&root).flatten() {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
-            let Ok(meta) = entry.metadata() else { continue };
-            if meta.len() > CONTENT_LIMIT {
+            let Ok(relative) = entry.path().strip_prefix(&root) else { continue };
+            let Some((file, meta)) = session_tools::open_beneath(&base, relative) else { continue };
+            if !meta.is_file() || meta.len() > CONTENT_LIMIT {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
-            let relative =
-                entry.path().strip_prefix(&root).unwrap_or(entry.path()).to_string_lossy().into_owned();
+            let mut text = String::new();
+            if file.take(CONTENT_LIMIT).read_to_string(&mut text).is_err() {
+                continue;
+            }
+            let relative = relative.to_string_lossy().into_owned();
             let mut offset = 0u64;
             for (index, line) in text.split_inclusive('\n').enumerate() {
                 let submatches: Vec<Submatch> = regex

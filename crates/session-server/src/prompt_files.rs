@@ -44,9 +44,18 @@ pub(crate) fn file_part(part: &Value, index: usize, worktree: &Path) -> Result<V
     // `file://` URLs of OpenCode's clients carry the path as it is, a query or fragment aside.
     let path = path.split(['?', '#']).next().unwrap_or_default();
     let field = format!("parts[{index}].url");
-    let (full, shown) = crate::files::project_path(worktree, path, &field, ServerError::body)?;
-    session_runtime::attach_file(&full, &shown)
-        .map_err(|error| ServerError::body(format!("parts[{index}].url: {error}")))
+    let (pinned, shown) = crate::files::project_path(worktree, path, &field, ServerError::body)?;
+    // The file is opened relative to its folder's handle; what it is and its size are checked
+    // on the opened file.
+    let file = match pinned.open_existing().map_err(|error| ServerError::body(format!("{field}: {error}")))? {
+        Some(session_tools::Opened::File { file, .. }) => file,
+        Some(session_tools::Opened::Folder(_)) => {
+            return Err(ServerError::body(format!("{field}: {shown} is a folder, not a file")));
+        }
+        None => return Err(ServerError::body(format!("{field}: {shown} does not exist"))),
+    };
+    session_runtime::attach_opened(file, &pinned.resolved().path, &shown)
+        .map_err(|error| ServerError::body(format!("{field}: {error}")))
 }
 
 #[cfg(test)]

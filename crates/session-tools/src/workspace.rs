@@ -1,5 +1,8 @@
 //! Confinement of the file tools: every path resolves against the workspace root, symlinks
-//! and `..` followed the way the kernel follows them, and the result is inside or not.
+//! and `..` followed the way the kernel follows them, and the result is inside or not. The
+//! resolution is of path strings: it gives the permission patterns and what is shown. Where the
+//! bytes are read or written is decided by [`crate::PinnedPath`], which opens the resolved path's
+//! folder by handle, so a component swapped after the resolution cannot redirect it.
 
 use std::ffi::OsString;
 use std::io;

@@ -54,14 +54,37 @@ pub enum AttachError {
 /// The parts that attach the file at `full` (`shown` names it in the text and in errors).
 pub fn attach_file(full: &Path, shown: &str) -> Result<Vec<PartKind>, AttachError> {
     let unreadable = |source| AttachError::Unreadable { shown: shown.to_owned(), source };
-    let meta = std::fs::metadata(full).map_err(unreadable)?;
+    let file = open_nonblocking(full).map_err(unreadable)?;
+    attach_opened(file, full, shown)
+}
+
+/// Opens `path` read-only without blocking on a FIFO or a device.
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(nix::libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// The parts that attach the already opened `file` (found at `full`; `shown` names it): what
+/// it is (a regular file) and its size are checked on the handle, so the caller decides where
+/// the bytes come from by how it opened it.
+pub fn attach_opened(file: std::fs::File, full: &Path, shown: &str) -> Result<Vec<PartKind>, AttachError> {
+    use std::io::Read as _;
+    let unreadable = |source| AttachError::Unreadable { shown: shown.to_owned(), source };
+    let meta = file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
         return Err(AttachError::NotAFile { shown: shown.to_owned() });
     }
     if meta.len() > MAX_ATTACHMENT_BYTES {
         return Err(AttachError::TooLarge { shown: shown.to_owned(), size: meta.len() });
     }
-    let bytes = std::fs::read(full).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_ATTACHMENT_BYTES).read_to_end(&mut bytes).map_err(unreadable)?;
     let filename = full.file_name().map(|name| name.to_string_lossy().into_owned());
     if let Some(mime) = media_type(full) {
         let url = format!("data:{mime};base64,{}", base64::engine::general_purpose::STANDARD.encode(&bytes));

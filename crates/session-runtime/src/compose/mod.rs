@@ -15,7 +15,7 @@ mod models;
 mod setup;
 
 pub use agents::{configured_agents, default_agent};
-pub use attach::{AttachError, MAX_ATTACHMENT_BYTES, attach_file};
+pub use attach::{AttachError, MAX_ATTACHMENT_BYTES, attach_file, attach_opened};
 pub use builder::RuntimeBuilder;
 pub use error::ComposeError;
 pub use instructions::{InstructionSources, instruction_files, instructions_text};

@@ -214,8 +214,9 @@ impl GitSnapshotter {
     }
 
     /// The worktree-relative form of `file`, refused when it is outside the worktree, climbs
-    /// with `..`, or passes through a symlink (a link inside the repository must not let a
-    /// restore or a delete reach a file outside it).
+    /// with `..`, passes through a symlink (a link inside the repository must not let a
+    /// restore or a delete reach a file outside it), or lies in a `.git` folder at any depth
+    /// (snapshots never hold one, so only a forged patch names it; issue 39).
     fn confined(&self, file: &str) -> Result<String, String> {
         let relative = Path::new(file)
             .strip_prefix(&self.worktree)
@@ -226,6 +227,9 @@ impl GitSnapshotter {
             let std::path::Component::Normal(name) = part else {
                 return Err(format!("{file} is not a plain path inside the worktree"));
             };
+            if name.to_str().is_some_and(|name| name.eq_ignore_ascii_case(".git")) {
+                return Err(format!("{file} is inside a .git folder, which a revert never changes"));
+            }
             at.push(name);
             // The last component may itself be a symlink: restoring or deleting it acts on
             // the link, not on what it points to.

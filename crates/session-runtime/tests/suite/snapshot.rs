@@ -125,6 +125,27 @@ async fn spec_13_snapshots_read_as_git_and_leave_the_users_repository_alone() {
 }
 
 #[tokio::test]
+async fn issue_39_a_restore_never_touches_a_git_folder() {
+    let f = folder(true);
+    write(&f.work.join("a.txt"), "one\n");
+    let snapshots = GitSnapshotter::open(&f.work, &f.data).await.unwrap();
+    let before = snapshots.track().await.unwrap();
+    let config = std::fs::read(f.work.join(".git/config")).unwrap();
+    // A forged patch names the repository's config and a nested repository's hook: restoring
+    // them from a tree that lacks them would delete them.
+    for forged in [".git/config", "sub/.git/hooks/post-checkout", ".GIT/config"] {
+        let files = [absolute(&f.work, forged)];
+        assert!(snapshots.check_restore(&before, &files).await.is_err(), "{forged}");
+        assert!(snapshots.restore(&before, &files).await.is_err(), "{forged}");
+    }
+    assert_eq!(std::fs::read(f.work.join(".git/config")).unwrap(), config);
+    // Control: the same restore of a plain file goes through.
+    write(&f.work.join("a.txt"), "two\n");
+    snapshots.restore(&before, &[absolute(&f.work, "a.txt")]).await.unwrap();
+    assert_eq!(std::fs::read_to_string(f.work.join("a.txt")).unwrap(), "one\n");
+}
+
+#[tokio::test]
 async fn spec_13_a_restore_takes_exact_names_and_keeps_symlinks_as_links() {
     let f = folder(true);
     write(&f.work.join("a*.txt"), "star\n");

@@ -1,8 +1,6 @@
 //! `edit`: exact string replacement in a file, a unique match required unless `replaceAll`,
 //! with a unified diff in the metadata.
 
-use std::path::Path;
-
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,8 +8,9 @@ use serde_json::Value;
 use session_core::JsonObject;
 use similar::{ChangeTag, TextDiff};
 
-use super::object;
-use crate::context::{PathKind, ToolContext};
+use super::files::{old_text, pin_for_write};
+use super::{blocking, object};
+use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::tool::{ToolSuccess, TypedTool};
 
@@ -69,14 +68,6 @@ pub(crate) fn filediff_json(path: &str, diff: &FileDiff) -> Value {
     ]))
 }
 
-fn read_text(path: &Path, shown: &str) -> Result<String, ToolError> {
-    let bytes = std::fs::read(path).map_err(|e| ToolError::io("read", shown, e))?;
-    if bytes.contains(&0) {
-        return Err(ToolError::BinaryFile { path: shown.to_owned() });
-    }
-    String::from_utf8(bytes).map_err(|_| ToolError::BinaryFile { path: shown.to_owned() })
-}
-
 /// Replaces `old` in `content`: exactly one occurrence, or all of them with `all`.
 fn replace(content: &str, old: &str, new: &str, all: bool) -> Result<String, ToolError> {
     let count = content.matches(old).count();
@@ -98,25 +89,20 @@ impl TypedTool for EditTool {
         if args.old_string == args.new_string {
             return Err(ToolError::EditNoChange);
         }
-        let resolved = ctx.resolve_path(&args.file_path, PathKind::File).await?;
-        let path = resolved.path.clone();
-        let shown = path.to_string_lossy().into_owned();
-        let relative = resolved.display(ctx.workspace());
-        let meta = tokio::fs::metadata(&path).await.ok();
-        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
-            return Err(ToolError::IsDirectory { path: shown });
-        }
+        let pinned = pin_for_write(ctx, &args.file_path).await?;
+        let shown = pinned.shown();
+        let relative = pinned.resolved().display(ctx.workspace());
+        let (pinned, old) = blocking(move || {
+            let old = old_text(&pinned, true)?;
+            Ok((pinned, old))
+        })
+        .await?;
         let (old_content, new_content) = if args.old_string.is_empty() {
-            let old = match &meta {
-                Some(_) => read_text(&path, &shown)?,
-                None => String::new(),
-            };
-            (old, args.new_string.clone())
+            (old.unwrap_or_default(), args.new_string.clone())
         } else {
-            if meta.is_none() {
+            let Some(old) = old else {
                 return Err(ToolError::NotFound { path: shown, suggestions: Vec::new() });
-            }
-            let old = read_text(&path, &shown)?;
+            };
             // Match line endings the way the file has them.
             let crlf = old.contains("\r\n");
             let convert = |text: &str| {
@@ -142,14 +128,8 @@ impl TypedTool for EditTool {
             ]),
         )
         .await?;
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| ToolError::io("create directory", &shown, e))?;
-        }
-        tokio::fs::write(&path, new_content.as_bytes())
-            .await
-            .map_err(|e| ToolError::io("write", &shown, e))?;
+        let mut pinned = pinned;
+        blocking(move || pinned.replace(new_content.as_bytes())).await?;
         let metadata = object([
             ("diagnostics", Value::Object(JsonObject::new())),
             ("diff", Value::String(file_diff.patch.clone())),

@@ -12,10 +12,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::read::MAX_LINE_LENGTH;
-use super::search::{RESULT_LIMIT, collect, contained_target, overrides, walker};
+use super::search::{RESULT_LIMIT, collect, overrides, walker};
 use super::{blocking, cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
+use crate::pinned::{Opened, PinnedPath, open_beneath};
 use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "grep";
@@ -49,11 +50,11 @@ fn searcher() -> Searcher {
     SearcherBuilder::new().line_number(true).binary_detection(BinaryDetection::quit(b'\x00')).build()
 }
 
-/// Searches one file; stops after `limit` hits.
+/// Searches one opened file; stops after `limit` hits.
 fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
-    path: &Path,
+    file: &std::fs::File,
     shown: &Path,
     limit: usize,
 ) -> Vec<Hit> {
@@ -66,7 +67,7 @@ fn search_file(
         Ok(hits.len() <= limit)
     });
     // Unreadable files are skipped, as ripgrep skips them.
-    let _ = searcher.search_path(matcher, path, sink);
+    let _ = searcher.search_file(matcher, file, sink);
     hits
 }
 
@@ -92,45 +93,66 @@ impl TypedTool for GrepTool {
         )
         .await?;
         let requested = ctx.workspace().resolve(args.path.as_deref().unwrap_or(""))?;
-        let Ok(meta) = tokio::fs::metadata(&requested.path).await else {
-            return Err(ToolError::invalid(format!(
+        let pinned = PinnedPath::open(ctx.workspace(), requested)?;
+        let not_found = || {
+            ToolError::invalid(format!(
                 "Search path not found: {}",
                 args.path.as_deref().unwrap_or(&ctx.root().to_string_lossy())
-            )));
+            ))
         };
-        let kind = if meta.is_dir() { PathKind::Directory } else { PathKind::File };
-        ctx.check_external(&requested.path, kind).await?;
+        // Everything below is read through handles: the file itself, or each walked file opened
+        // beneath the searched folder's handle (or the root's, inside the workspace).
+        let opened = pinned.open_existing()?.ok_or_else(not_found)?;
+        let search = pinned.resolved().path.clone();
+        let kind = if matches!(opened, Opened::Folder(_)) { PathKind::Directory } else { PathKind::File };
+        ctx.check_external(&search, kind).await?;
         let matcher = RegexMatcherBuilder::new().line_terminator(Some(b'\n')).build(&args.pattern).map_err(
             |error| ToolError::invalid(format!("Invalid regex pattern {:?}: {error}", args.pattern)),
         )?;
-        let root = ctx.root().to_path_buf();
-        let search = requested.path.clone();
+        // A walk's files are opened beneath the root's handle inside the workspace (a symlink
+        // may lead elsewhere inside it), beneath the searched folder's handle outside it.
+        let (base, base_path) = if pinned.resolved().inside {
+            let root = ctx.root().to_path_buf();
+            let dir = cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority())
+                .map_err(|e| ToolError::io("open", root.to_string_lossy().as_ref(), e))?;
+            (dir, root)
+        } else {
+            let dir = match &opened {
+                Opened::Folder(dir) => dir,
+                Opened::File { .. } => pinned.folder().dir(),
+            };
+            (dir.try_clone().map_err(|e| ToolError::io("open", pinned.shown(), e))?, search.clone())
+        };
         let cancel = ctx.abort().clone();
         let pattern = args.pattern.clone();
         let include = args.include;
         let (mut hits, truncated) = blocking(move || {
-            if meta.is_file() {
-                let mut hits = search_file(&mut searcher(), &matcher, &search, &search, RESULT_LIMIT + 1);
+            if let Opened::File { file, metadata } = &opened {
+                if !metadata.is_file() {
+                    return Ok((Vec::new(), false));
+                }
+                let mut hits = search_file(&mut searcher(), &matcher, file, &search, RESULT_LIMIT + 1);
                 let truncated = hits.len() > RESULT_LIMIT;
                 hits.truncate(RESULT_LIMIT);
                 return Ok((hits, truncated));
             }
             let overrides = include.map(|glob| overrides(&search, &[glob])).transpose()?;
             let builder = walker(&search, overrides);
+            let base = &base;
+            let base_path = &base_path;
             Ok(collect(&builder, RESULT_LIMIT, &cancel, || {
                 let mut searcher = searcher();
                 let matcher = matcher.clone();
-                let root = root.clone();
                 move |entry: &ignore::DirEntry| {
-                    let target = if entry.path_is_symlink() {
-                        match contained_target(entry, &root) {
-                            Some(target) => target,
-                            None => return Vec::new(),
+                    // Opened beneath the handle: a symlink (or a folder swapped for one during
+                    // the walk) cannot lead the search outside.
+                    let Ok(relative) = entry.path().strip_prefix(base_path) else { return Vec::new() };
+                    match open_beneath(base, relative) {
+                        Some((file, metadata)) if metadata.is_file() => {
+                            search_file(&mut searcher, &matcher, &file, entry.path(), RESULT_LIMIT + 1)
                         }
-                    } else {
-                        entry.path().to_path_buf()
-                    };
-                    search_file(&mut searcher, &matcher, &target, entry.path(), RESULT_LIMIT + 1)
+                        _ => Vec::new(),
+                    }
                 }
             }))
         })

@@ -1,7 +1,7 @@
 //! `read`: a file with line numbers (offset and limit, long lines cut, output capped), a
 //! directory's entries, or an image/PDF as an attachment. Binary files are refused.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek as _, SeekFrom};
 use std::path::Path;
 
 use async_trait::async_trait;
@@ -14,6 +14,7 @@ use session_core::{FilePart, JsonObject};
 use super::{blocking, cut_chars, object};
 use crate::context::{PathKind, ToolContext};
 use crate::error::ToolError;
+use crate::pinned::{Opened, PinnedPath};
 use crate::tool::{ToolSuccess, TypedTool};
 
 const NAME: &str = "read";
@@ -56,25 +57,31 @@ impl TypedTool for ReadTool {
 
     async fn run(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
         let resolved = ctx.workspace().resolve(&args.file_path)?;
-        let path = resolved.path.clone();
-        let shown = path.to_string_lossy().into_owned();
-        let meta = tokio::fs::metadata(&path).await.ok();
-        let kind = if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
-            PathKind::Directory
-        } else {
-            PathKind::File
+        let pinned = PinnedPath::open(ctx.workspace(), resolved)?;
+        let path = pinned.resolved().path.clone();
+        let shown = pinned.shown();
+        // The ask covers what the handle holds: the folder itself, or the file's folder.
+        let is_folder = match pinned.name() {
+            None => true,
+            Some(name) => {
+                pinned.folder().exists()
+                    && pinned.folder().dir().symlink_metadata(name).is_ok_and(|meta| meta.is_dir())
+            }
         };
+        let kind = if is_folder { PathKind::Directory } else { PathKind::File };
         ctx.check_external(&path, kind).await?;
         ctx.ask_for(NAME, vec![shown.clone()], vec!["*".into()], JsonObject::new()).await?;
-        let title = resolved.display(ctx.workspace());
+        let title = pinned.resolved().display(ctx.workspace());
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_READ_LIMIT).max(1);
-        let Some(meta) = meta else {
-            return Err(ToolError::NotFound { suggestions: suggestions(&path), path: shown });
+        let opened = blocking(move || pinned.open_existing()).await?;
+        let (mut file, meta) = match opened {
+            None => return Err(ToolError::NotFound { suggestions: suggestions(&path), path: shown }),
+            Some(Opened::Folder(dir)) => {
+                return blocking(move || list_directory(&dir, &shown, &title, offset, limit)).await;
+            }
+            Some(Opened::File { file, metadata }) => (file, metadata),
         };
-        if meta.is_dir() {
-            return blocking(move || list_directory(&path, &title, offset, limit)).await;
-        }
         if !meta.is_file() {
             // A FIFO, socket or device would block the read or never end.
             return Err(not_regular(&shown));
@@ -87,11 +94,11 @@ impl TypedTool for ReadTool {
                 )));
             }
             let bytes = {
-                let (path, shown) = (path.clone(), shown.clone());
+                let shown = shown.clone();
                 blocking(move || {
                     let mut bytes = Vec::new();
-                    let file = open_regular(&path, &shown)?;
-                    file.take(MAX_ATTACHMENT_BYTES)
+                    (&mut file)
+                        .take(MAX_ATTACHMENT_BYTES)
                         .read_to_end(&mut bytes)
                         .map_err(|e| ToolError::io("read", &shown, e))?;
                     Ok(bytes)
@@ -115,7 +122,7 @@ impl TypedTool for ReadTool {
             result.attachments.push(FilePart { mime: mime.into(), filename, url, source: None });
             return Ok(result);
         }
-        blocking(move || read_lines(&path, &shown, &title, offset, limit)).await
+        blocking(move || read_lines(file, &path, &shown, &title, offset, limit)).await
     }
 }
 
@@ -137,15 +144,24 @@ fn suggestions(path: &Path) -> Vec<String> {
     found
 }
 
-fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<ToolSuccess, ToolError> {
-    let shown = path.to_string_lossy().into_owned();
-    let entries = std::fs::read_dir(path).map_err(|e| ToolError::io("list", &shown, e))?;
+fn list_directory(
+    dir: &cap_std::fs::Dir,
+    shown: &str,
+    title: &str,
+    offset: u64,
+    limit: u64,
+) -> Result<ToolSuccess, ToolError> {
+    let entries = dir.entries().map_err(|e| ToolError::io("list", shown, e))?;
     let mut items: Vec<String> = entries
         .filter_map(Result::ok)
         .map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            // A symlink to a folder shows as a folder, as in OpenCode.
-            if entry.path().is_dir() { format!("{name}/") } else { name }
+            let name = entry.file_name();
+            let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir())
+                // A symlink to a folder shows as a folder, as in OpenCode (followed beneath the
+                // listed folder's handle only).
+                || dir.metadata(&name).is_ok_and(|meta| meta.is_dir());
+            let name = name.to_string_lossy().into_owned();
+            if is_dir { format!("{name}/") } else { name }
         })
         .collect();
     items.sort_by(|a, b| a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)));
@@ -165,7 +181,7 @@ fn list_directory(path: &Path, title: &str, offset: u64, limit: u64) -> Result<T
         format!("\n({} entries)", items.len())
     };
     let output = [
-        "<path>".to_owned() + &shown + "</path>",
+        "<path>".to_owned() + shown + "</path>",
         "<type>directory</type>".into(),
         "<entries>".into(),
         listing,
@@ -245,19 +261,6 @@ fn not_regular(shown: &str) -> ToolError {
     ToolError::invalid(format!("Cannot read {shown}: it is not a regular file (a FIFO, socket or device)"))
 }
 
-/// Opens `path` for reading without blocking on a FIFO or a device, and refuses anything but a
-/// regular file (checked on the opened file, so a swap after the first look is caught too).
-fn open_regular(path: &Path, shown: &str) -> Result<std::fs::File, ToolError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| ToolError::io("read", shown, e))?;
-    let meta = file.metadata().map_err(|e| ToolError::io("read", shown, e))?;
-    if meta.is_file() { Ok(file) } else { Err(not_regular(shown)) }
-}
-
 /// Reads one line (through its `\n`) and appends at most `keep` bytes of it to `buffer`,
 /// skipping the rest; returns the bytes consumed (0 at the end of the input).
 fn read_line_capped(reader: &mut impl BufRead, buffer: &mut Vec<u8>, keep: usize) -> std::io::Result<usize> {
@@ -287,17 +290,17 @@ fn read_line_capped(reader: &mut impl BufRead, buffer: &mut Vec<u8>, keep: usize
 }
 
 fn read_lines(
+    mut file: std::fs::File,
     path: &Path,
     shown: &str,
     title: &str,
     offset: u64,
     limit: u64,
 ) -> Result<ToolSuccess, ToolError> {
-    let mut file = open_regular(path, shown)?;
     if is_binary(path, &mut file).map_err(|e| ToolError::io("read", shown, e))? {
         return Err(ToolError::BinaryFile { path: shown.to_owned() });
     }
-    let file = open_regular(path, shown)?;
+    file.seek(SeekFrom::Start(0)).map_err(|e| ToolError::io("read", shown, e))?;
     let mut reader = BufReader::new(file);
     let mut raw: Vec<String> = Vec::new();
     let mut bytes = 0usize;

@@ -1,7 +1,7 @@
 //! The directory walk shared by `list`, `glob` and `grep`: in-process, parallel, respecting
 //! `.gitignore` (also outside git repositories), never following symlinks into folders.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -108,11 +108,4 @@ where
     });
     let items = found.into_inner().unwrap_or_else(PoisonError::into_inner);
     (items, truncated.into_inner())
-}
-
-/// The target of a symlink entry when it is a file inside `root`; `None` otherwise (a link
-/// must not lead a search out of the workspace).
-pub(crate) fn contained_target(entry: &DirEntry, root: &Path) -> Option<PathBuf> {
-    let target = std::fs::canonicalize(entry.path()).ok()?;
-    (target.starts_with(root) && target.is_file()).then_some(target)
 }

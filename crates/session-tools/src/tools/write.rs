@@ -7,8 +7,9 @@ use serde_json::Value;
 use session_core::JsonObject;
 
 use super::edit::{diff, filediff_json};
-use super::object;
-use crate::context::{PathKind, ToolContext};
+use super::files::{old_text, pin_for_write};
+use super::{blocking, object};
+use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::tool::{ToolSuccess, TypedTool};
 
@@ -38,21 +39,16 @@ impl TypedTool for WriteTool {
     type Input = WriteArgs;
 
     async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
-        let resolved = ctx.resolve_path(&args.file_path, PathKind::File).await?;
-        let path = resolved.path.clone();
-        let shown = path.to_string_lossy().into_owned();
-        let relative = resolved.display(ctx.workspace());
-        let meta = tokio::fs::metadata(&path).await.ok();
-        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
-            return Err(ToolError::IsDirectory { path: shown });
-        }
-        let exists = meta.is_some();
-        let old = if exists {
-            tokio::fs::read(&path).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
-        } else {
-            String::new()
-        };
-        let file_diff = diff(&shown, &old, &args.content);
+        let pinned = pin_for_write(ctx, &args.file_path).await?;
+        let shown = pinned.shown();
+        let relative = pinned.resolved().display(ctx.workspace());
+        let (pinned, old) = blocking(move || {
+            let old = old_text(&pinned, false)?;
+            Ok((pinned, old))
+        })
+        .await?;
+        let exists = old.is_some();
+        let file_diff = diff(&shown, old.as_deref().unwrap_or_default(), &args.content);
         ctx.ask_for(
             "edit",
             vec![relative.clone()],
@@ -63,14 +59,9 @@ impl TypedTool for WriteTool {
             ]),
         )
         .await?;
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| ToolError::io("create directory", &shown, e))?;
-        }
-        tokio::fs::write(&path, args.content.as_bytes())
-            .await
-            .map_err(|e| ToolError::io("write", &shown, e))?;
+        let mut pinned = pinned;
+        let content = args.content;
+        blocking(move || pinned.replace(content.as_bytes())).await?;
         Ok(ToolSuccess::new(
             relative,
             "Wrote file successfully.",
