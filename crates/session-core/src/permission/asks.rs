@@ -371,6 +371,7 @@ impl PermissionAsks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::id::Identifier as _;
 
     #[test]
     fn denied_error_lists_rules_as_compact_json() {
@@ -382,4 +383,37 @@ mod tests {
             )
         );
     }
+
+    fn request(permission: &str, pattern: &str) -> PermissionRequest {
+        PermissionRequest {
+            permission: permission.to_owned(),
+            patterns: vec![pattern.to_owned()],
+            always: vec![pattern.to_owned()],
+            metadata: JsonObject::new(),
+        }
+    }
+
+    #[test]
+    fn a_bound_makes_every_decision_at_least_as_strict_as_it() {
+        let own = vec![Rule::new("*", "*", Action::Allow)];
+        let parent = vec![
+            Rule::new("*", "*", Action::Allow),
+            Rule::new("bash", "*", Action::Ask),
+            Rule::new("edit", "*", Action::Deny),
+        ];
+        let session = SessionId::parse("ses_bound").unwrap();
+        let mut asks = PermissionAsks::default();
+        // Unbound, the child's own rules let everything through.
+        assert!(asks.check_denied(&request("edit", "a.rs"), &own).is_ok());
+        asks.set_bounds(vec![parent]);
+        let denied = asks.check_denied(&request("edit", "a.rs"), &own).unwrap_err();
+        assert!(matches!(&denied, PermissionError::Denied { rules } if rules.iter().any(|r| r.permission == "edit")));
+        assert_eq!(asks.deciding_rule("bash", "ls", &own).map(|rule| rule.action), Some(Action::Ask));
+        let id = PermissionId::parse("per_bound").unwrap();
+        let outcome = asks.ask(id, session.clone(), request("bash", "ls"), None, &own).unwrap();
+        assert_eq!(outcome, AskOutcome::Pending);
+        let id = PermissionId::parse("per_read").unwrap();
+        assert_eq!(asks.ask(id, session, request("read", "a.rs"), None, &own).unwrap(), AskOutcome::Allowed);
+    }
 }
+

@@ -73,7 +73,13 @@ pub fn load_layers(
         let explicit = sources.explicit.as_deref() == Some(path);
         let untrusted = sources.is_project(path) && !sources.is_trusted(path);
         if is_markdown(path) {
-            if let Some(mut layer) = markdown_layer(path)? {
+            // Project markdown stays inside the project; the user's inside their config folder.
+            let base = path.parent().and_then(Path::parent).unwrap_or(path);
+            let root = match sources.project_markdown.iter().any(|p| p == path) {
+                true => sources.project_root.as_deref().unwrap_or(base),
+                false => base,
+            };
+            if let Some(mut layer) = markdown_layer(path, root)? {
                 if untrusted {
                     restrict_layer(&mut layer, Vec::new());
                 }

@@ -56,7 +56,7 @@ pub use origin::{KeyOrigin, key_origins};
 pub use package::api_for_package;
 pub use restrict::{Restrictions, restrict_after};
 pub use sandbox::SandboxConfig;
-pub(crate) use substitute::read_regular_file;
+pub(crate) use substitute::read_regular_file_within;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{
