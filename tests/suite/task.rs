@@ -349,7 +349,10 @@ async fn delegate_rewrite(root: &Path, agent: &str) -> (PathBuf, Vec<Value>) {
 async fn a_plan_parents_subagent_cannot_edit_or_run_commands() {
     let root = tempfile::tempdir().unwrap();
     let (dir, parts) = delegate_rewrite(root.path(), "plan").await;
-    assert_eq!(std::fs::read_to_string(dir.join("README.md")).unwrap(), "# app\n\nA tiny CLI called zebra.\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "# app\n\nA tiny CLI called zebra.\n"
+    );
     assert!(!dir.join("CHILD-RAN.marker").exists(), "the child's command ran");
     assert_eq!(parts.len(), 2, "{parts:?}");
     for part in &parts {
@@ -388,7 +391,8 @@ async fn a_plan_parents_subagent_runs_its_commands_read_only() {
     .unwrap();
     let dir = project(root.path(), &main, &sub);
     // The user lets plan run commands: its own run read-only, and so must its children's.
-    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
     config["agent"]["plan"] = json!({"permission": {"bash": "allow"}});
     std::fs::write(dir.join("session.json"), config.to_string()).unwrap();
     let out = run(root.path(), &["run", "--agent", "plan", "--deny", "touch through a subagent"]).await;
@@ -407,7 +411,8 @@ async fn a_childs_wider_rule_still_asks_what_the_parent_asks() {
     // The parent (build) asks before every command; the subagent's own rules allow them. The
     // child is bound by the parent's ask, so --deny rejects it; --yes (the control) lets it run.
     let parent_turns = json!([{"calls": [task_call("echo", "Run echo.")]}, {"text": "Parent done."}]);
-    let child_turns = json!([{"calls": [{"op": "bash", "command": "echo CHILD-RAN"}]}, {"text": "child done"}]);
+    let child_turns =
+        json!([{"calls": [{"op": "bash", "command": "echo CHILD-RAN"}]}, {"text": "child done"}]);
     let root = tempfile::tempdir().unwrap();
     for (flag, ran) in [("--deny", false), ("--yes", true)] {
         let main = TestServer::start(script(parent_turns.clone())).await.unwrap();

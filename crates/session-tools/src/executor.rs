@@ -211,7 +211,8 @@ impl ToolExecutor {
             .iter()
             .find(|(name, _, _)| name == agent)
             .map_or_else(|| self.sandbox.clone(), |(_, _, built)| built.clone());
-        let floor = self.session_sandboxes.lock().unwrap_or_else(PoisonError::into_inner).get(session).copied();
+        let floor =
+            self.session_sandboxes.lock().unwrap_or_else(PoisonError::into_inner).get(session).copied();
         match floor {
             Some(mode) => by_agent.at_least(mode),
             None => by_agent,

@@ -131,7 +131,10 @@ fn a_null_permission_cannot_wipe_the_users_rules() {
     assert_eq!(decide(&folders, "build", "bash", "rm -rf /"), Action::Deny);
     assert_eq!(decide(&folders, "build", "bash", "ls"), Action::Ask);
     assert_eq!(decide(&folders, "build", "edit", "README.md"), Action::Deny);
-    assert!(check.contains("permission: null (the trusted rules stay) ignored: this folder is not trusted"), "{check}");
+    assert!(
+        check.contains("permission: null (the trusted rules stay) ignored: this folder is not trusted"),
+        "{check}"
+    );
 }
 
 #[test]
@@ -175,7 +178,10 @@ fn a_required_sandbox_cannot_drop_the_users_read_only_mode() {
     // The word alone, merged over the user's word, used to replace the mode too.
     let folders = Folders::new(&user, &json!({"sandbox": "required"}));
     let sandbox = load_config(&folders.setup()).unwrap().config.sandbox;
-    assert_eq!((sandbox.mode, sandbox.enforcement), (Some(SandboxMode::ReadOnly), Some(Enforcement::Required)));
+    assert_eq!(
+        (sandbox.mode, sandbox.enforcement),
+        (Some(SandboxMode::ReadOnly), Some(Enforcement::Required))
+    );
     // Control: trusted, the object replaces the word and the mode is the default again.
     folders.trust();
     let sandbox = load_config(&folders.setup()).unwrap().config.sandbox;

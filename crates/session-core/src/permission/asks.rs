@@ -407,7 +407,9 @@ mod tests {
         assert!(asks.check_denied(&request("edit", "a.rs"), &own).is_ok());
         asks.set_bounds(vec![parent]);
         let denied = asks.check_denied(&request("edit", "a.rs"), &own).unwrap_err();
-        assert!(matches!(&denied, PermissionError::Denied { rules } if rules.iter().any(|r| r.permission == "edit")));
+        assert!(
+            matches!(&denied, PermissionError::Denied { rules } if rules.iter().any(|r| r.permission == "edit"))
+        );
         assert_eq!(asks.deciding_rule("bash", "ls", &own).map(|rule| rule.action), Some(Action::Ask));
         let id = PermissionId::parse("per_bound").unwrap();
         let outcome = asks.ask(id, session.clone(), request("bash", "ls"), None, &own).unwrap();
@@ -416,4 +418,3 @@ mod tests {
         assert_eq!(asks.ask(id, session, request("read", "a.rs"), None, &own).unwrap(), AskOutcome::Allowed);
     }
 }
-

@@ -92,7 +92,12 @@ pub(crate) fn markdown_layer(path: &Path, root: &Path) -> Result<Option<ConfigLa
                 reason: WarningReason::Outside,
             };
             let empty = Value::Object(Map::new());
-            return Ok(Some(ConfigLayer { path: path.to_path_buf(), value: empty, warnings: vec![warning], untrusted: false }));
+            return Ok(Some(ConfigLayer {
+                path: path.to_path_buf(),
+                value: empty,
+                warnings: vec![warning],
+                untrusted: false,
+            }));
         }
         Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
     };

@@ -88,12 +88,18 @@ pub(crate) fn merge_untrusted(
 /// re-asserted after the untrusted rules); each is reported as a dotted key.
 fn weakening_attempts(trusted: Option<&Value>, untrusted: &Value) -> Vec<String> {
     let mut found = Vec::new();
-    if matches!((trusted, untrusted), (Some(Value::String(_)), Value::Object(_)) | (Some(Value::Object(_)), Value::String(_)))
-    {
-        found.push("permission (it would replace the trusted rules; they stay, its rules add to them)".to_owned());
+    if matches!(
+        (trusted, untrusted),
+        (Some(Value::String(_)), Value::Object(_)) | (Some(Value::Object(_)), Value::String(_))
+    ) {
+        found.push(
+            "permission (it would replace the trusted rules; they stay, its rules add to them)".to_owned(),
+        );
     }
     let rules = |value: Option<&Value>| {
-        value.and_then(|value| session_core::permission::rules_from_config(value, None).ok()).unwrap_or_default()
+        value
+            .and_then(|value| session_core::permission::rules_from_config(value, None).ok())
+            .unwrap_or_default()
     };
     let base = rules(trusted);
     for ask in weakening_asks(&base, &rules(Some(untrusted))) {
@@ -205,7 +211,9 @@ fn deny_covered<'a>(base: &[Rule], index: usize, deny: &Rule, extra: &'a [Rule])
     }
     let later = &base[index + 1..];
     extra.iter().find(|ask| {
-        ask.action == Action::Ask && rules_overlap(deny, ask) && !later.iter().any(|rule| rule_covers(rule, ask))
+        ask.action == Action::Ask
+            && rules_overlap(deny, ask)
+            && !later.iter().any(|rule| rule_covers(rule, ask))
     })
 }
 

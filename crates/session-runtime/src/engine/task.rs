@@ -287,7 +287,9 @@ impl Runtime {
         parent_mode: session_tools::SandboxMode,
     ) -> Result<(), ToolError> {
         let Some(agent) = self.agents.get(parent_agent) else {
-            return Err(ToolError::Failed { message: format!("the calling agent {parent_agent} is unknown") });
+            return Err(ToolError::Failed {
+                message: format!("the calling agent {parent_agent} is unknown"),
+            });
         };
         let session_rules = self
             .store

@@ -107,8 +107,19 @@ fn an_agents_md_linking_out_of_the_project_is_not_read() {
 fn an_instructions_glob_through_a_linked_folder_is_not_read() {
     let home = Home::new();
     link(&home.path(".ssh"), &home.project().join("docs"));
-    let text = home.instructions(&["docs/*".to_owned(), "docs/id_rsa".to_owned()]);
+    let entries = ["docs/*".to_owned(), "docs/id_rsa".to_owned()];
+    let text = home.instructions(&entries);
     assert!(!text.contains("SECRET-KEY-MATERIAL"), "{text}");
+    // The entries do name the linked files: only the read refuses them.
+    let project = home.project();
+    let sources = InstructionSources {
+        cwd: &project,
+        root: &project,
+        user_dir: None,
+        home: None,
+        instructions: &entries,
+    };
+    assert!(instruction_files(&sources).iter().any(|file| file.ends_with("docs/id_rsa")));
 }
 
 #[test]
@@ -128,6 +139,9 @@ fn markdown_agents_and_commands_linking_out_are_not_read() {
     let (text, warnings) = home.prompts();
     assert!(!text.contains("SECRET-KEY-MATERIAL"), "{text}");
     assert!(warnings.contains("evil.md: not read: it resolves to"), "{warnings}");
+    assert!(
+        std::fs::read_to_string(home.project().join(".opencode/agent/evil.md")).unwrap().contains("SECRET")
+    );
 }
 
 #[test]
