@@ -299,3 +299,140 @@ async fn a_childs_permission_ask_reaches_the_parents_asker() {
         sub.shutdown().await;
     }
 }
+
+/// The child's turn of the delegation tests: rewrite README.md and run a command that leaves a
+/// marker file.
+fn rewriting_child() -> Value {
+    json!([
+        {"calls": [
+            {"op": "write", "path": "README.md", "content": "REWRITTEN BY THE CHILD\n"},
+            {"op": "bash", "command": "touch CHILD-RAN.marker"}
+        ]},
+        {"text": "child done"}
+    ])
+}
+
+/// Runs `session run --agent AGENT --deny` where the parent delegates the rewrite to `general`;
+/// returns the project folder and the child's stored tool parts.
+async fn delegate_rewrite(root: &Path, agent: &str) -> (PathBuf, Vec<Value>) {
+    let main = TestServer::start(script(json!([
+        {"calls": [task_call("rewrite", "Rewrite README.md and run the command.")]},
+        {"text": "Parent done."}
+    ])))
+    .await
+    .unwrap();
+    let sub = TestServer::start(script(rewriting_child())).await.unwrap();
+    let dir = project(root, &main, &sub);
+    let out = run(root, &["run", "--agent", agent, "--deny", "delegate the rewrite"]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{agent}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    // The child was offered the tools (its own agent allows them) and called them.
+    let child_requests = mains(&sub);
+    assert!(child_requests[0].tool_names.contains(&"write".to_owned()), "{:?}", child_requests[0].tool_names);
+    let parent_requests = mains(&main);
+    let result = tool_results(&parent_requests[1]).join("\n");
+    let child_id = result.split_whitespace().nth(1).unwrap().to_owned();
+    let child = export(root, &child_id);
+    let parts = child["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().clone())
+        .filter(|p| p["type"] == "tool")
+        .collect();
+    main.shutdown().await;
+    sub.shutdown().await;
+    (dir, parts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_parents_subagent_cannot_edit_or_run_commands() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, parts) = delegate_rewrite(root.path(), "plan").await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "# app\n\nA tiny CLI called zebra.\n"
+    );
+    assert!(!dir.join("CHILD-RAN.marker").exists(), "the child's command ran");
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    for part in &parts {
+        assert_eq!(part["state"]["status"], "error", "{part}");
+        let error = part["state"]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("prevents you from using this specific tool call"), "{part}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_a_build_parents_subagent_does_edit_and_run() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, parts) = delegate_rewrite(root.path(), "build").await;
+    assert_eq!(std::fs::read_to_string(dir.join("README.md")).unwrap(), "REWRITTEN BY THE CHILD\n");
+    assert!(dir.join("CHILD-RAN.marker").exists(), "the child's command did not run");
+    assert!(parts.iter().all(|p| p["state"]["status"] == "completed"), "{parts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_parents_subagent_runs_its_commands_read_only() {
+    // Outside /tmp, which the sandbox leaves writable.
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(base).unwrap();
+    let root = tempfile::tempdir_in(base).unwrap();
+    let main = TestServer::start(script(json!([
+        {"calls": [task_call("touch", "Create the marker.")]},
+        {"text": "Parent done."}
+    ])))
+    .await
+    .unwrap();
+    let sub = TestServer::start(script(json!([
+        {"calls": [{"op": "bash", "command": "touch CHILD-RAN.marker"}]},
+        {"text": "child done"}
+    ])))
+    .await
+    .unwrap();
+    let dir = project(root.path(), &main, &sub);
+    // The user lets plan run commands: its own run read-only, and so must its children's.
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
+    config["agent"]["plan"] = json!({"permission": {"bash": "allow"}});
+    std::fs::write(dir.join("session.json"), config.to_string()).unwrap();
+    let out = run(root.path(), &["run", "--agent", "plan", "--deny", "touch through a subagent"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.join("CHILD-RAN.marker").exists(), "the child wrote in a read-only parent's project");
+    let child_requests = mains(&sub);
+    assert_eq!(child_requests.len(), 2);
+    let results = tool_results(&child_requests[1]).join("\n");
+    assert!(results.contains("read-only sandbox"), "{results}");
+    main.shutdown().await;
+    sub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_wider_rule_still_asks_what_the_parent_asks() {
+    // The parent (build) asks before every command; the subagent's own rules allow them. The
+    // child is bound by the parent's ask, so --deny rejects it; --yes (the control) lets it run.
+    let parent_turns = json!([{"calls": [task_call("echo", "Run echo.")]}, {"text": "Parent done."}]);
+    let child_turns =
+        json!([{"calls": [{"op": "bash", "command": "echo CHILD-RAN"}]}, {"text": "child done"}]);
+    let root = tempfile::tempdir().unwrap();
+    for (flag, ran) in [("--deny", false), ("--yes", true)] {
+        let main = TestServer::start(script(parent_turns.clone())).await.unwrap();
+        let sub = TestServer::start(script(child_turns.clone())).await.unwrap();
+        let dir = project(root.path(), &main, &sub);
+        let mut config: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap();
+        config["permission"] = json!({"bash": "ask", "task": "allow"});
+        config["agent"]["general"]["permission"] = json!({"bash": "allow"});
+        std::fs::write(dir.join("session.json"), config.to_string()).unwrap();
+        let out = run(root.path(), &["run", flag, "echo through a subagent"]).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{flag}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let child_requests = mains(&sub);
+        assert_eq!(child_requests.len(), if ran { 2 } else { 1 }, "{flag}");
+        if ran {
+            assert!(tool_results(&child_requests[1]).iter().any(|r| r.contains("CHILD-RAN")), "{flag}");
+        }
+        assert_eq!(stdout.contains("!! bash"), !ran, "{flag}: {stdout}");
+        main.shutdown().await;
+        sub.shutdown().await;
+    }
+}

@@ -37,10 +37,10 @@ pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
     CostTierConfig, ExperimentalConfig, FsResolver, KeyOrigin, LoadedConfig, McpKind, McpServerConfig,
     ModelConfig, ModelCostConfig, ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver,
-    SandboxConfig, ServerConfig, ServerFolders, ShellEnvConfig, SnapshotRetentionConfig, TRUST_FILE,
-    TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason, api_for_package, combine, discover,
-    discover_from, discover_in, key_origins, load, load_layers, mcp_servers, merge, parse_layer,
-    restrict_untrusted, substitute, user_config_dir,
+    Restrictions, SandboxConfig, ServerConfig, ServerFolders, ShellEnvConfig, SnapshotRetentionConfig,
+    TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason, api_for_package, combine,
+    discover, discover_from, discover_in, key_origins, load, load_layers, mcp_servers, merge, parse_layer,
+    restrict_after, restrict_untrusted, substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, CommandInput, EXPLORE_PROMPT, GENERAL_PROMPT, GitSnapshotter,

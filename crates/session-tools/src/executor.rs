@@ -1,7 +1,7 @@
 //! Running one tool call: validation, the context, cancellation.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use session_core::{JsonObject, MessageId, SessionId, permission::Ruleset, processor::Effect};
@@ -75,6 +75,8 @@ pub struct ToolExecutor {
     sandbox: Sandbox,
     /// Agents whose commands run at least this strictly, with their sandbox built.
     agent_sandboxes: Vec<(String, SandboxMode, Sandbox)>,
+    /// Sessions whose commands run at least this strictly (a subagent's: its parent's mode).
+    session_sandboxes: Mutex<HashMap<SessionId, SandboxMode>>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -102,6 +104,7 @@ impl ToolExecutor {
             sourced: RwLock::new(Arc::new(ToolRegistry::new())),
             sandbox: Sandbox::off(),
             agent_sandboxes: Vec::new(),
+            session_sandboxes: Mutex::new(HashMap::new()),
         }
     }
 
@@ -195,11 +198,25 @@ impl ToolExecutor {
         &self.sandbox
     }
 
-    fn sandbox_for(&self, agent: &str) -> Sandbox {
-        self.agent_sandboxes
+    /// Runs `session`'s commands at least as strictly as `mode`, whatever its agent (a
+    /// subagent's session: the mode its parent's commands run in); replaces an earlier one.
+    pub fn set_session_sandbox(&self, session: &SessionId, mode: SandboxMode) {
+        let mut sessions = self.session_sandboxes.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.insert(session.clone(), mode);
+    }
+
+    fn sandbox_for(&self, agent: &str, session: &SessionId) -> Sandbox {
+        let by_agent = self
+            .agent_sandboxes
             .iter()
             .find(|(name, _, _)| name == agent)
-            .map_or_else(|| self.sandbox.clone(), |(_, _, built)| built.clone())
+            .map_or_else(|| self.sandbox.clone(), |(_, _, built)| built.clone());
+        let floor =
+            self.session_sandboxes.lock().unwrap_or_else(PoisonError::into_inner).get(session).copied();
+        match floor {
+            Some(mode) => by_agent.at_least(mode),
+            None => by_agent,
+        }
     }
 
     /// Sets `experimental.continue_loop_on_deny` (see [`ToolError::blocks_loop`]).
@@ -264,7 +281,7 @@ impl ToolExecutor {
             ruleset: scope.ruleset.clone(),
             todos: self.todos.clone(),
             shell_env: self.shell_env.clone(),
-            sandbox: self.sandbox_for(&scope.agent),
+            sandbox: self.sandbox_for(&scope.agent, &scope.session_id),
         });
         let execution = tool.execute(call.input.clone(), &ctx);
         tokio::pin!(execution);

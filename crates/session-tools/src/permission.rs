@@ -149,6 +149,7 @@ impl PermissionEngine {
             approved.extend(rules);
             let pending = state.asks.pending().to_vec();
             let mut asks = PermissionAsks::new(approved);
+            asks.set_bounds(state.asks.bounds().to_vec());
             // Re-record the pending asks under "ask everything", so only the approved rules can
             // let one through.
             let ask_all = [Rule::new("*", "*", Action::Ask)];
@@ -176,6 +177,18 @@ impl PermissionEngine {
         for resolution in &settled {
             self.asker.replied(resolution);
         }
+    }
+
+    /// Bounds every later decision for `session_id` by `bounds` (a subagent's session: its
+    /// parent's rules), so that the session may never do what one of them denies or asks
+    /// about, whatever its own ruleset says; replaces earlier bounds.
+    pub fn set_bounds(&self, session_id: &SessionId, bounds: Vec<Ruleset>) {
+        lock(&self.sessions).entry(session_id.clone()).or_default().asks.set_bounds(bounds);
+    }
+
+    /// The rulesets bounding a session's decisions (see [`PermissionEngine::set_bounds`]).
+    pub fn bounds(&self, session_id: &SessionId) -> Vec<Ruleset> {
+        lock(&self.sessions).get(session_id).map(|s| s.asks.bounds().to_vec()).unwrap_or_default()
     }
 
     /// The rules a session's "always" answers approved, oldest first.

@@ -4,3 +4,4 @@ mod replay;
 mod serve;
 mod serve_cluster;
 mod serve_support;
+mod untrusted_layers;

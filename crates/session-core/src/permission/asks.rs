@@ -134,24 +134,69 @@ pub struct PermissionAsks {
     /// Pending asks recorded by [`PermissionAsks::ask_anyway`]: only a reply to them settles
     /// them, never an approved rule.
     insisted: Vec<PermissionId>,
+    /// Rulesets that decide every ask too (a subagent's parent's): each is evaluated followed
+    /// by the approved rules, and the strictest answer of them and the asker's ruleset wins.
+    bounds: Vec<Ruleset>,
+}
+
+/// How strict an action is: allow, then ask, then deny.
+fn strictness(action: Action) -> u8 {
+    match action {
+        Action::Allow => 0,
+        Action::Ask => 1,
+        Action::Deny => 2,
+    }
 }
 
 impl PermissionAsks {
     /// Starts with the rules approved earlier (for example loaded from the store).
     pub fn new(approved: Ruleset) -> Self {
-        Self { approved, pending: Vec::new(), insisted: Vec::new() }
+        Self { approved, pending: Vec::new(), insisted: Vec::new(), bounds: Vec::new() }
+    }
+
+    /// Sets the rulesets that bound every decision (see [`PermissionAsks::bounds`]).
+    pub fn set_bounds(&mut self, bounds: Vec<Ruleset>) {
+        self.bounds = bounds;
+    }
+
+    /// The rulesets every decision is bounded by: a value any of them (followed by the
+    /// approved rules) denies is denied, one any of them asks about is asked, whatever the
+    /// asker's own ruleset says.
+    pub fn bounds(&self) -> &[Ruleset] {
+        &self.bounds
+    }
+
+    /// The decision for `pattern`: the strictest of `ruleset` and each bound (each followed by
+    /// the approved rules), with the rule that decided it and the ruleset that rule is in.
+    fn decide<'a>(
+        &'a self,
+        permission: &str,
+        pattern: &str,
+        ruleset: &'a [Rule],
+    ) -> (Action, Option<&'a Rule>, &'a [Rule]) {
+        let rule = matching_rule(permission, pattern, &[ruleset, &self.approved]);
+        let mut decided = (rule.map_or(Action::Ask, |rule| rule.action), rule, ruleset);
+        for bound in &self.bounds {
+            let rule = matching_rule(permission, pattern, &[bound, &self.approved]);
+            let action = rule.map_or(Action::Ask, |rule| rule.action);
+            if strictness(action) > strictness(decided.0) {
+                decided = (action, rule, bound.as_slice());
+            }
+        }
+        decided
     }
 
     /// Fails with [`PermissionError::Denied`] when `ruleset` followed by the approved rules
     /// denies any of the request's patterns; records nothing.
     pub fn check_denied(&self, request: &PermissionRequest, ruleset: &[Rule]) -> Result<(), PermissionError> {
-        let denied = request.patterns.iter().any(|pattern| {
-            evaluate(&request.permission, pattern, &[ruleset, &self.approved]) == Action::Deny
+        let denied = request.patterns.iter().find_map(|pattern| {
+            let (action, _, deciding) = self.decide(&request.permission, pattern, ruleset);
+            (action == Action::Deny).then_some(deciding)
         });
-        if !denied {
+        let Some(deciding) = denied else {
             return Ok(());
-        }
-        let rules = ruleset
+        };
+        let rules = deciding
             .iter()
             .filter(|rule| wildcard_match(&request.permission, &rule.permission))
             .cloned()
@@ -160,14 +205,14 @@ impl PermissionAsks {
     }
 
     /// The rule that decides `pattern` under `permission`: the last match in `ruleset`
-    /// followed by the approved rules.
+    /// followed by the approved rules, or in a bound when that is stricter.
     pub fn deciding_rule<'a>(
         &'a self,
         permission: &str,
         pattern: &str,
         ruleset: &'a [Rule],
     ) -> Option<&'a Rule> {
-        matching_rule(permission, pattern, &[ruleset, &self.approved])
+        self.decide(permission, pattern, ruleset).1
     }
 
     /// True when the pending ask `id` was recorded by [`PermissionAsks::ask_anyway`].
@@ -217,7 +262,7 @@ impl PermissionAsks {
         let needs_ask = request
             .patterns
             .iter()
-            .any(|pattern| evaluate(&request.permission, pattern, &[ruleset, &self.approved]) == Action::Ask);
+            .any(|pattern| self.decide(&request.permission, pattern, ruleset).0 == Action::Ask);
         if !needs_ask {
             return Ok(AskOutcome::Allowed);
         }
@@ -326,6 +371,7 @@ impl PermissionAsks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::id::Identifier as _;
 
     #[test]
     fn denied_error_lists_rules_as_compact_json() {
@@ -336,5 +382,39 @@ mod tests {
                 "{PERMISSION_DENIED_PREFIX}[{{\"permission\":\"*\",\"pattern\":\"*\",\"action\":\"deny\"}}]"
             )
         );
+    }
+
+    fn request(permission: &str, pattern: &str) -> PermissionRequest {
+        PermissionRequest {
+            permission: permission.to_owned(),
+            patterns: vec![pattern.to_owned()],
+            always: vec![pattern.to_owned()],
+            metadata: JsonObject::new(),
+        }
+    }
+
+    #[test]
+    fn a_bound_makes_every_decision_at_least_as_strict_as_it() {
+        let own = vec![Rule::new("*", "*", Action::Allow)];
+        let parent = vec![
+            Rule::new("*", "*", Action::Allow),
+            Rule::new("bash", "*", Action::Ask),
+            Rule::new("edit", "*", Action::Deny),
+        ];
+        let session = SessionId::parse("ses_bound").unwrap();
+        let mut asks = PermissionAsks::default();
+        // Unbound, the child's own rules let everything through.
+        assert!(asks.check_denied(&request("edit", "a.rs"), &own).is_ok());
+        asks.set_bounds(vec![parent]);
+        let denied = asks.check_denied(&request("edit", "a.rs"), &own).unwrap_err();
+        assert!(
+            matches!(&denied, PermissionError::Denied { rules } if rules.iter().any(|r| r.permission == "edit"))
+        );
+        assert_eq!(asks.deciding_rule("bash", "ls", &own).map(|rule| rule.action), Some(Action::Ask));
+        let id = PermissionId::parse("per_bound").unwrap();
+        let outcome = asks.ask(id, session.clone(), request("bash", "ls"), None, &own).unwrap();
+        assert_eq!(outcome, AskOutcome::Pending);
+        let id = PermissionId::parse("per_read").unwrap();
+        assert_eq!(asks.ask(id, session, request("read", "a.rs"), None, &own).unwrap(), AskOutcome::Allowed);
     }
 }

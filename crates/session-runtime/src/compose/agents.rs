@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use session_core::permission::{AgentPaths, agent_ruleset};
 
 use super::ComposeError;
-use crate::config::{AgentConfig, Config, ConfigError};
+use crate::config::{AgentConfig, Config, ConfigError, restrict_after};
 use crate::engine::{Agent, BUILD_PROMPT};
 
 /// Agent names the runtime uses for its own hidden requests; `agent.<name>` of these sets
@@ -47,6 +47,14 @@ pub fn configured_agents(
             Agent::new(name.clone(), BUILD_PROMPT, ruleset)
         });
         apply(agent, configured, own_rules);
+    }
+    // An untrusted project's rules come after every trusted one, and only tighten them.
+    for (name, agent) in &mut agents {
+        let restrictions = config.restriction_rules(name, home)?;
+        if !restrictions.is_empty() {
+            let tail = restrict_after(&agent.ruleset, &restrictions);
+            agent.ruleset.extend(tail);
+        }
     }
     Ok(agents)
 }

@@ -101,13 +101,36 @@ fn expand(entry: &str, sources: &InstructionSources<'_>) -> Vec<PathBuf> {
 
 /// The system prompt's instruction block: each file's text under `Instructions from: PATH`;
 /// `None` when there are none.
-pub fn instructions_text(files: &[PathBuf]) -> Result<Option<String>, ComposeError> {
+///
+/// A file is read only when it resolves, every symlink followed, inside the folder it belongs
+/// to: the project root for the project's files (its `AGENTS.md`/`CLAUDE.md` and relative
+/// `instructions` entries), the user's config folder for the global `AGENTS.md`, `~/.claude`
+/// for `~/.claude/CLAUDE.md`. A committed `AGENTS.md` that links to `~/.ssh/id_rsa` is left out
+/// with a warning. Files the user's config names by an absolute or `~/` path are read as named.
+pub fn instructions_text(
+    files: &[PathBuf],
+    sources: &InstructionSources<'_>,
+) -> Result<Option<String>, ComposeError> {
+    let claude = sources.home.map(|home| home.join(".claude"));
     let mut blocks = Vec::new();
     for path in files {
-        let text = match crate::config::read_regular_file(path, MAX_INSTRUCTION_BYTES) {
+        let root = if path.starts_with(sources.root) {
+            sources.root
+        } else if let Some(user) = sources.user_dir.filter(|user| path.starts_with(user)) {
+            user
+        } else if let Some(claude) = claude.as_deref().filter(|claude| path.starts_with(claude)) {
+            claude
+        } else {
+            Path::new("/")
+        };
+        let text = match crate::config::read_regular_file_within(path, root, MAX_INSTRUCTION_BYTES) {
             Ok(text) => text,
             // A file removed since it was found adds nothing.
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+                tracing::warn!(path = %path.display(), %error, "an instruction file was not read");
+                continue;
+            }
             Err(source) => {
                 return Err(ComposeError::Instructions { path: path.display().to_string(), source });
             }
@@ -171,7 +194,7 @@ mod tests {
                 "home/notes.md"
             ]
         );
-        let text = instructions_text(&files).unwrap().unwrap();
+        let text = instructions_text(&files, &sources).unwrap().unwrap();
         assert!(
             text.starts_with(&format!("Instructions from: {}\nroot rules", root.join("AGENTS.md").display()))
         );
@@ -190,6 +213,6 @@ mod tests {
             instructions: &[],
         };
         assert!(instruction_files(&sources).is_empty());
-        assert_eq!(instructions_text(&[]).unwrap(), None);
+        assert_eq!(instructions_text(&[], &sources).unwrap(), None);
     }
 }

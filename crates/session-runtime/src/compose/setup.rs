@@ -282,14 +282,15 @@ pub async fn assemble_sending(
     settings.commands = config.command.clone();
     let root = project_root(&setup.cwd);
     let user_dir = user_dir(&setup.env, setup.home.as_deref());
-    let files = instruction_files(&InstructionSources {
+    let instruction_sources = InstructionSources {
         cwd: &setup.cwd,
         root: &root,
         user_dir: user_dir.as_deref(),
         home: setup.home.as_deref(),
         instructions: &config.instructions,
-    });
-    settings.instructions = instructions_text(&files)?;
+    };
+    let files = instruction_files(&instruction_sources);
+    settings.instructions = instructions_text(&files, &instruction_sources)?;
     settings.compaction_model =
         config.agent.get("compaction").and_then(|agent| agent.model.as_deref()).and_then(parse_model_ref);
     settings.titles = true;

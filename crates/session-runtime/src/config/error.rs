@@ -109,6 +109,10 @@ pub enum WarningReason {
     Untrusted,
     /// An OpenCode key this runtime loads but does not act on.
     Unsupported,
+    /// A file (a markdown agent or command) that resolves outside the folder it belongs to
+    /// (a symlink out of the project or the user's config folder) and was not read; the key
+    /// says where it leads.
+    Outside,
 }
 
 impl ConfigWarning {
@@ -135,6 +139,7 @@ impl fmt::Display for ConfigWarning {
                 self.path.display(),
                 self.key
             ),
+            WarningReason::Outside => write!(f, "{}: not read: {}", self.path.display(), self.key),
             WarningReason::Untrusted => write!(
                 f,
                 "{}: {} ignored: this folder is not trusted (run `session trust` to apply its config in full)",

@@ -11,6 +11,7 @@ use super::discover::ConfigSources;
 use super::error::{ConfigError, ConfigWarning, WarningReason};
 use super::markdown::markdown_layer;
 use super::merge::merge;
+use super::restrict::{Restrictions, merge_untrusted};
 use super::substitute::{Resolver, substitute};
 use super::trust::{UntrustedResolver, restrict_untrusted};
 use super::types::Config;
@@ -24,6 +25,9 @@ pub struct ConfigLayer {
     pub value: Value,
     /// Unknown keys of this layer.
     pub warnings: Vec<ConfigWarning>,
+    /// A project layer of a folder the user has not trusted: [`combine`] lets it only add
+    /// restrictions to the layers below it.
+    pub untrusted: bool,
 }
 
 impl ConfigLayer {
@@ -31,7 +35,7 @@ impl ConfigLayer {
     pub fn from_value(path: impl Into<PathBuf>, mut value: Value) -> Result<Self, ConfigError> {
         let path = path.into();
         let warnings = check_layer(&mut value, &path)?;
-        Ok(Self { path, value, warnings })
+        Ok(Self { path, value, warnings, untrusted: false })
     }
 }
 
@@ -69,7 +73,13 @@ pub fn load_layers(
         let explicit = sources.explicit.as_deref() == Some(path);
         let untrusted = sources.is_project(path) && !sources.is_trusted(path);
         if is_markdown(path) {
-            if let Some(mut layer) = markdown_layer(path)? {
+            // Project markdown stays inside the project; the user's inside their config folder.
+            let base = path.parent().and_then(Path::parent).unwrap_or(path);
+            let root = match sources.project_markdown.iter().any(|p| p == path) {
+                true => sources.project_root.as_deref().unwrap_or(base),
+                false => base,
+            };
+            if let Some(mut layer) = markdown_layer(path, root)? {
                 if untrusted {
                     restrict_layer(&mut layer, Vec::new());
                 }
@@ -120,6 +130,7 @@ fn untrusted_layer(
 /// Strips an untrusted layer of what it may not set; each removal (and each of `refused`, the
 /// substitutions refused while reading it) becomes a warning.
 fn restrict_layer(layer: &mut ConfigLayer, refused: Vec<String>) {
+    layer.untrusted = true;
     for key in refused.into_iter().chain(restrict_untrusted(&mut layer.value)) {
         layer.warnings.push(ConfigWarning {
             path: layer.path.clone(),
@@ -133,20 +144,28 @@ fn is_markdown(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext == "md")
 }
 
-/// Merges checked layers, lowest first, into the typed configuration.
+/// Merges checked layers, lowest first, into the typed configuration. An untrusted layer only
+/// adds restrictions (see [`Restrictions`]): it never removes or weakens a rule or a sandbox
+/// setting of the layers below it.
 pub fn combine(layers: Vec<ConfigLayer>) -> Result<LoadedConfig, ConfigError> {
     let mut merged = Value::Object(serde_json::Map::new());
     let mut warnings = Vec::new();
     let mut files = Vec::new();
+    let mut restrictions = Restrictions::default();
     for layer in layers {
-        merged = merge(merged, layer.value);
         warnings.extend(layer.warnings);
+        merged = if layer.untrusted {
+            merge_untrusted(merged, layer.value, &layer.path, &mut restrictions, &mut warnings)
+        } else {
+            merge(merged, layer.value)
+        };
         files.push(layer.path);
     }
     // Each layer passed the checks and merging keeps every value where a layer had it, so this
     // cannot fail in practice; an error still names the merged result rather than panicking.
-    let config: Config =
+    let mut config: Config =
         serde_path_to_error::deserialize(&merged).map_err(|error| type_error_merged(&merged, &error))?;
+    config.restrictions = restrictions;
     if config.warn_unsupported == Some(false) {
         warnings.retain(|warning| warning.reason != WarningReason::Unsupported);
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::error::ConfigError;
+use super::error::{ConfigError, ConfigWarning, WarningReason};
 use super::load::ConfigLayer;
 
 /// The most bytes a markdown agent or command may have.
@@ -69,8 +69,10 @@ pub(crate) fn markdown_files(base: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The layer of one markdown file (its folder says agent or command).
-pub(crate) fn markdown_layer(path: &Path) -> Result<Option<ConfigLayer>, ConfigError> {
+/// The layer of one markdown file (its folder says agent or command). The file is read only
+/// when it resolves inside `root` (the project, or the user's config folder); one that leads
+/// out through a symlink is an empty layer with a warning, never read.
+pub(crate) fn markdown_layer(path: &Path, root: &Path) -> Result<Option<ConfigLayer>, ConfigError> {
     let kind = match path.parent().and_then(Path::file_name).and_then(|name| name.to_str()) {
         Some("agent" | "agents") => Kind::Agent,
         Some("command" | "commands") => Kind::Command,
@@ -79,10 +81,24 @@ pub(crate) fn markdown_layer(path: &Path) -> Result<Option<ConfigLayer>, ConfigE
     let Some(name) = path.file_stem().and_then(|stem| stem.to_str()).filter(|name| !name.is_empty()) else {
         return Ok(None);
     };
-    let text = match super::substitute::read_regular_file(path, MAX_MARKDOWN_BYTES) {
+    let text = match super::substitute::read_regular_file_within(path, root, MAX_MARKDOWN_BYTES) {
         Ok(text) => text,
         // A file that vanished since the folder was listed defines nothing.
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            let warning = ConfigWarning {
+                path: path.to_path_buf(),
+                key: error.to_string(),
+                reason: WarningReason::Outside,
+            };
+            let empty = Value::Object(Map::new());
+            return Ok(Some(ConfigLayer {
+                path: path.to_path_buf(),
+                value: empty,
+                warnings: vec![warning],
+                untrusted: false,
+            }));
+        }
         Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
     };
     let (fields, body) = split_front_matter(&text, path)?;
@@ -180,7 +196,7 @@ mod tests {
             "agents/review.md",
             "---\ndescription: Reviews code\nmode: subagent\nmodel: mock/m\ntools:\n  bash: false\n---\n\nYou review.\n",
         );
-        let layer = markdown_layer(&path).unwrap().unwrap();
+        let layer = markdown_layer(&path, dir.path()).unwrap().unwrap();
         assert_eq!(
             layer.value,
             json!({"agent": {"review": {
@@ -195,7 +211,7 @@ mod tests {
     fn a_command_file_without_front_matter_is_all_template() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "command/test.md", "Run the tests for $ARGUMENTS.\n");
-        let layer = markdown_layer(&path).unwrap().unwrap();
+        let layer = markdown_layer(&path, dir.path()).unwrap().unwrap();
         assert_eq!(layer.value, json!({"command": {"test": {"template": "Run the tests for $ARGUMENTS."}}}));
     }
 
@@ -203,14 +219,14 @@ mod tests {
     fn bad_front_matter_names_the_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "agents/x.md", "---\nmode: [primary\n---\nbody\n");
-        let error = markdown_layer(&path).unwrap_err().to_string();
+        let error = markdown_layer(&path, dir.path()).unwrap_err().to_string();
         assert!(error.starts_with(&format!("{}: front matter:", path.display())), "{error}");
         let path = write(dir.path(), "agents/y.md", "---\nmode: primary\nbody\n");
-        assert!(markdown_layer(&path).unwrap_err().to_string().contains("never closed"));
+        assert!(markdown_layer(&path, dir.path()).unwrap_err().to_string().contains("never closed"));
         let path = write(dir.path(), "agents/z.md", "---\n- a\n---\nbody\n");
-        assert!(markdown_layer(&path).unwrap_err().to_string().contains("found a list"));
+        assert!(markdown_layer(&path, dir.path()).unwrap_err().to_string().contains("found a list"));
         let path = write(dir.path(), "agents/w.md", "---\nsteps: many\n---\nbody\n");
-        assert!(markdown_layer(&path).unwrap_err().to_string().contains("agent.w.steps"));
+        assert!(markdown_layer(&path, dir.path()).unwrap_err().to_string().contains("agent.w.steps"));
     }
 
     #[test]

@@ -38,6 +38,7 @@ mod mcp;
 mod merge;
 mod origin;
 mod package;
+mod restrict;
 mod sandbox;
 mod substitute;
 mod trust;
@@ -53,8 +54,9 @@ pub use mcp::{McpKind, McpServerConfig, ServerFolders, mcp_servers};
 pub use merge::merge;
 pub use origin::{KeyOrigin, key_origins};
 pub use package::api_for_package;
+pub use restrict::{Restrictions, restrict_after};
 pub use sandbox::SandboxConfig;
-pub(crate) use substitute::read_regular_file;
+pub(crate) use substitute::read_regular_file_within;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};
 pub use types::{

@@ -45,7 +45,7 @@ mod tests {
     use super::*;
 
     fn layer(path: &str, value: Value) -> ConfigLayer {
-        ConfigLayer { path: PathBuf::from(path), value, warnings: Vec::new() }
+        ConfigLayer { path: PathBuf::from(path), value, warnings: Vec::new(), untrusted: false }
     }
 
     #[test]

@@ -66,7 +66,34 @@ pub const MAX_REFERENCED_BYTES: u64 = 4 * 1024 * 1024;
 /// The text of the regular file at `path`, refused when it is anything else (`{file:/dev/zero}`
 /// would never end, a FIFO would block) or larger than `cap` bytes.
 pub fn read_regular_file(path: &Path, cap: u64) -> io::Result<String> {
-    use std::io::Read as _;
+    let (file, meta) = open_regular(path)?;
+    read_open(file, &meta, cap)
+}
+
+/// Like [`read_regular_file`], but only when the file opened lies inside `root` with every
+/// symlink resolved, of the file and of every folder above it (a committed `AGENTS.md` that
+/// links to `~/.ssh/id_rsa`, or a `.opencode` folder that links out of the project, is
+/// refused with [`io::ErrorKind::PermissionDenied`]). The file is opened first and its device
+/// and inode compared with those of the resolved path, so a link swapped in between is caught.
+pub fn read_regular_file_within(path: &Path, root: &Path, cap: u64) -> io::Result<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let root = root.canonicalize()?;
+    let (file, meta) = open_regular(path)?;
+    let real = path.canonicalize()?;
+    let outside = |why: &str| {
+        io::Error::new(io::ErrorKind::PermissionDenied, format!("{why}, outside {}", root.display()))
+    };
+    if !real.starts_with(&root) {
+        return Err(outside(&format!("it resolves to {}", real.display())));
+    }
+    let named = std::fs::metadata(&real)?;
+    if (named.dev(), named.ino()) != (meta.dev(), meta.ino()) {
+        return Err(outside("it changed while it was opened"));
+    }
+    read_open(file, &meta, cap)
+}
+
+fn open_regular(path: &Path) -> io::Result<(std::fs::File, std::fs::Metadata)> {
     use std::os::unix::fs::OpenOptionsExt as _;
     // Non-blocking, so opening a FIFO returns at once; the type check below refuses it.
     let file = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
@@ -74,6 +101,11 @@ pub fn read_regular_file(path: &Path, cap: u64) -> io::Result<String> {
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
+    Ok((file, meta))
+}
+
+fn read_open(file: std::fs::File, meta: &std::fs::Metadata, cap: u64) -> io::Result<String> {
+    use std::io::Read as _;
     if meta.len() > cap {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("larger than {cap} bytes")));
     }

@@ -82,6 +82,10 @@ pub struct Config {
     /// Ours: how the commands the runtime starts are confined.
     #[serde(skip_serializing_if = "is_default")]
     pub sandbox: super::sandbox::SandboxConfig,
+    /// The permission rules of untrusted project layers, which only tighten the others (never
+    /// read from a file: [`super::combine`] fills it).
+    #[serde(skip)]
+    pub restrictions: super::restrict::Restrictions,
 }
 
 impl Config {
@@ -90,6 +94,17 @@ impl Config {
     /// With `home`, patterns starting `~/`, `~` or `$HOME` are expanded.
     pub fn permission_rules(&self, home: Option<&str>) -> Result<Ruleset, ConfigError> {
         permission_rules(self.permission.as_ref(), "permission", home)
+    }
+
+    /// The rules untrusted layers add for `agent`: the top-level ones, then the agent's own;
+    /// they go after every trusted rule through [`super::restrict_after`].
+    pub fn restriction_rules(&self, agent: &str, home: Option<&str>) -> Result<Ruleset, ConfigError> {
+        let agent_values = self.restrictions.agent.get(agent).into_iter().flatten();
+        let mut rules = Ruleset::new();
+        for value in self.restrictions.permission.iter().chain(agent_values) {
+            rules.extend(permission_rules(Some(value), "permission", home)?);
+        }
+        Ok(rules)
     }
 
     /// Whether working-tree snapshots are taken (anything but an explicit `false`).

@@ -129,6 +129,7 @@ impl Tool for TaskTool {
         let parent = ctx.session_id();
         let child =
             runtime.child_session(parent, args.task_id.as_deref(), &args.description, &agent.name).await?;
+        runtime.bound_child(parent, ctx.agent(), &child, ctx.sandbox().settings().mode).await?;
         let model = match agent.model.as_deref().and_then(parse_model_ref) {
             Some(model) => Some(model),
             None => runtime.message_model(parent, ctx.message_id()).await,
@@ -271,6 +272,39 @@ impl Runtime {
             .map_err(failed)?;
         self.bus.publish(BusEvent::SessionCreated { info: Box::new(session.clone()) });
         Ok(session.id)
+    }
+
+    /// Bounds the child session `child` by its parent: every permission decision of the child
+    /// is the stricter of its own agent's and the parent's (the parent agent's rules, the
+    /// parent session's rules and "always" answers, and whatever bounds the parent), and its
+    /// commands run at least as strictly as the parent's (`parent_mode`). A read-only parent
+    /// has read-only children.
+    async fn bound_child(
+        &self,
+        parent: &SessionId,
+        parent_agent: &str,
+        child: &SessionId,
+        parent_mode: session_tools::SandboxMode,
+    ) -> Result<(), ToolError> {
+        let Some(agent) = self.agents.get(parent_agent) else {
+            return Err(ToolError::Failed {
+                message: format!("the calling agent {parent_agent} is unknown"),
+            });
+        };
+        let session_rules = self
+            .store
+            .get_session(parent)
+            .await
+            .map_err(|error| ToolError::Failed { message: error.to_string() })?
+            .permission;
+        let permissions = self.tools.permissions();
+        let mut parent_rules = super::agent::with_session_rules(agent, &session_rules).ruleset.clone();
+        parent_rules.extend(permissions.approved(parent));
+        let mut bounds = permissions.bounds(parent);
+        bounds.push(parent_rules);
+        permissions.set_bounds(child, bounds);
+        self.tools.set_session_sandbox(child, parent_mode);
+        Ok(())
     }
 
     /// The model of the parent's message that called the tool, for a subagent with none.

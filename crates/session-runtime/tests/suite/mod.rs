@@ -14,4 +14,5 @@ mod snapshot_gc;
 mod structured;
 mod summary;
 mod support;
+mod symlinks;
 mod titles;
