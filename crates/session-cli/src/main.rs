@@ -218,6 +218,16 @@ struct ServeArgs {
     /// server dies, another takes its sessions over once this has passed.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     lease_ttl_ms: u64,
+    /// How long a connection may take to send a complete request head, in milliseconds
+    /// (hidden: tests shorten it).
+    #[arg(long, hide = true, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..))]
+    header_timeout_ms: u64,
+    /// How many connections are kept in all (hidden: tests lower it).
+    #[arg(long, hide = true, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
+    /// How many connections are kept from one address (hidden: tests lower it).
+    #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_peer: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -311,6 +321,12 @@ impl From<RunFormatArg> for session_cli::RunFormat {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread: the environment this process was started with (provider keys
+    // among it) must not be readable back through /proc/<pid>/environ by the commands it runs.
+    if let Err(error) = session_tools::sandbox::guard_runtime_process() {
+        eprintln!("session: cannot make the process non-dumpable: {error}");
+        return ExitCode::FAILURE;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -572,6 +588,11 @@ fn run(command: Command) -> Result<ExitCode> {
                 token,
                 require_token: args.require_token,
                 cors: args.cors,
+                limits: session_server::ConnectionLimits {
+                    header_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
+                    max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+                    max_per_peer: usize::try_from(args.max_connections_per_peer).unwrap_or(usize::MAX),
+                },
             };
             async_runtime()?.block_on(session_cli::serve::serve(options))?;
             Ok(ExitCode::SUCCESS)

@@ -4,8 +4,8 @@
 //! This module owns what the library leaves to its caller: the address to bind (127.0.0.1
 //! unless told otherwise), the token policy (any address off loopback requires a token given
 //! by flag or environment; on loopback one is made and kept in the data folder when none is
-//! given), the browser origins allowed, the link to the other instances on PostgreSQL, and
-//! stopping on Ctrl-C or SIGTERM.
+//! given), the browser origins allowed, the link to the other instances on PostgreSQL, the
+//! connection limits, and stopping on Ctrl-C or SIGTERM.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use session_runtime::{Runtime, user_dir};
-use session_server::{Access, AllowedOrigin, BusAsker, ClientConfig, ClusterLink, ServerInfo, ServerParts};
+use session_server::{
+    Access, AllowedOrigin, BusAsker, ClientConfig, ClusterLink, ConnectionLimits, ServerInfo, ServerParts,
+};
 use session_store::{PgConfig, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +51,8 @@ pub struct ServeOptions {
     /// Browser origins allowed to send requests (`--cors`), besides the configuration's
     /// `server.cors`.
     pub cors: Vec<String>,
+    /// The header deadline and connection caps (defaults: [`ConnectionLimits::default`]).
+    pub limits: ConnectionLimits,
 }
 
 /// A server accepting requests until stopped.
@@ -192,10 +196,8 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     parts.mcp = mcp.clone();
     parts.shutdown = shutdown.clone();
     let app = session_server::router(parts);
-    let graceful = shutdown.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app).with_graceful_shutdown(async move { graceful.cancelled().await }).await
-    });
+    // Not axum::serve: a slow client must not hold connections (see session_server::serve).
+    let server = tokio::spawn(session_server::serve(listener, app, options.limits, shutdown.clone()));
     Ok(RunningServer { addr, shutdown, server, store, runtime, token_file, mcp })
 }
 
