@@ -6,11 +6,10 @@
 
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use session_e2e::start_serve;
-
-const TOKEN: &str = "slow-header-test-token";
 
 /// How many dripping connections the attack opens.
 const DRIPPERS: usize = 2_000;
@@ -58,12 +57,17 @@ fn closed_by_peer(stream: &mut TcpStream) -> bool {
     }
 }
 
-/// Sends one authenticated request on a fresh connection; the status line of the answer.
-fn authenticated_request(addr: SocketAddr) -> String {
+/// The token `session serve` made in the data folder under `home`.
+fn token(home: &Path) -> String {
+    std::fs::read_to_string(home.join("data/session/server.token")).unwrap().trim().to_owned()
+}
+
+/// Sends one request with `token` on a fresh connection; the status line of the answer.
+fn authenticated_request(addr: SocketAddr, token: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let request = format!(
-        "GET /session HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+        "GET /session HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
     );
     stream.write_all(request.as_bytes()).unwrap();
     let mut answer = Vec::new();
@@ -85,9 +89,10 @@ fn dripping_connections_do_not_keep_the_client_with_the_token_out() {
     let project = home.join("project");
     session_e2e::mock_project(&project, UNUSED_PROVIDER, 32_000, 4_000).unwrap();
     let deadline_ms = DEADLINE.as_millis().to_string();
-    let args = ["--model", "mock/m", "--token", TOKEN, "--require-token", "--header-timeout-ms", &deadline_ms];
+    let args = ["--model", "mock/m", "--require-token", "--header-timeout-ms", &deadline_ms];
     let server = start_serve(&project, home, &args).unwrap();
     let addr = address(&server.url);
+    let token = token(home);
 
     let mut drippers = Vec::new();
     let flood_started = Instant::now();
@@ -102,7 +107,7 @@ fn dripping_connections_do_not_keep_the_client_with_the_token_out() {
     // The real client, three times over the next seconds, while every dripper still drips.
     for _ in 0..3 {
         drip(&mut drippers);
-        let status = authenticated_request(addr);
+        let status = authenticated_request(addr, &token);
         assert!(status.starts_with("HTTP/1.1 200"), "the client with the token got {status:?}");
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -115,7 +120,7 @@ fn dripping_connections_do_not_keep_the_client_with_the_token_out() {
     }
     let open = drippers.iter_mut().map(closed_by_peer).filter(|closed| !closed).count();
     assert_eq!(open, 0, "{open} of {DRIPPERS} dripping connections are still open (the flood took {flood_took:?})");
-    let status = authenticated_request(addr);
+    let status = authenticated_request(addr, &token);
     assert!(status.starts_with("HTTP/1.1 200"), "after the flood: {status:?}");
 }
 
@@ -151,12 +156,13 @@ async fn a_dripping_connection_is_closed_at_the_deadline_and_plain_axum_keeps_it
     let project = home.join("project");
     session_e2e::mock_project(&project, UNUSED_PROVIDER, 32_000, 4_000).unwrap();
     let deadline_ms = DEADLINE.as_millis().to_string();
-    let args = ["--model", "mock/m", "--token", TOKEN, "--header-timeout-ms", &deadline_ms];
+    let args = ["--model", "mock/m", "--require-token", "--header-timeout-ms", &deadline_ms];
     let server = start_serve(&project, &home, &args).unwrap();
     let addr = address(&server.url);
+    let token = token(&home);
     let (lifetime, status) = tokio::task::spawn_blocking(move || {
         let lifetime = lone_dripper_lifetime(addr, 4 * DEADLINE);
-        (lifetime, authenticated_request(addr))
+        (lifetime, authenticated_request(addr, &token))
     })
     .await
     .unwrap();
