@@ -51,7 +51,9 @@ fn closed_by_peer(stream: &mut TcpStream) -> bool {
         match stream.read(&mut buffer) {
             Ok(0) => return true,
             Ok(_) => continue,
-            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return false,
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return false;
+            }
             Err(_) => return true,
         }
     }
@@ -119,7 +121,10 @@ fn dripping_connections_do_not_keep_the_client_with_the_token_out() {
         std::thread::sleep(Duration::from_millis(500));
     }
     let open = drippers.iter_mut().map(closed_by_peer).filter(|closed| !closed).count();
-    assert_eq!(open, 0, "{open} of {DRIPPERS} dripping connections are still open (the flood took {flood_took:?})");
+    assert_eq!(
+        open, 0,
+        "{open} of {DRIPPERS} dripping connections are still open (the flood took {flood_took:?})"
+    );
     let status = authenticated_request(addr, &token);
     assert!(status.starts_with("HTTP/1.1 200"), "after the flood: {status:?}");
 }

@@ -88,7 +88,8 @@ pub async fn serve(
             tracing::debug!(%peer, "connection refused: every kept connection is busy");
             continue;
         };
-        let connection = Connection { registry: registry.clone(), admitted, peer, shutdown: shutdown.clone() };
+        let connection =
+            Connection { registry: registry.clone(), admitted, peer, shutdown: shutdown.clone() };
         connections.spawn(connection.run(stream, router.clone(), limits.header_timeout));
     }
     while connections.join_next().await.is_some() {}
@@ -106,11 +107,8 @@ struct Connection {
 impl Connection {
     async fn run(self, stream: TcpStream, router: Router, header_timeout: Duration) {
         let Admitted { id, busy, shed } = &self.admitted;
-        let service = Counted {
-            inner: TowerToHyperService::new(router),
-            busy: busy.clone(),
-            peer: self.peer,
-        };
+        let service =
+            Counted { inner: TowerToHyperService::new(router), busy: busy.clone(), peer: self.peer };
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(header_timeout)
@@ -284,7 +282,11 @@ mod tests {
     use super::*;
 
     fn registry(max_connections: usize, max_per_peer: usize) -> Registry {
-        Registry::new(ConnectionLimits { header_timeout: Duration::from_secs(1), max_connections, max_per_peer })
+        Registry::new(ConnectionLimits {
+            header_timeout: Duration::from_secs(1),
+            max_connections,
+            max_per_peer,
+        })
     }
 
     const A: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
