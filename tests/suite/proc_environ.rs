@@ -159,9 +159,17 @@ async fn walks_find_no_key(identity: Identity) {
     let canary = unique("canary-");
     let mark = unique("sibling-visible-");
     let sibling = Sibling::start(&mark, identity);
-    // Control: a plain process is readable through /proc.
-    let environ = std::fs::read(format!("/proc/{}/environ", sibling.0.id())).unwrap();
-    assert!(String::from_utf8_lossy(&environ).contains(&mark), "the test cannot read its own child");
+    // Control: a plain process is readable through /proc (once it has reached `exec`).
+    let path = format!("/proc/{}/environ", sibling.0.id());
+    let readable = (0..100).any(|_| {
+        let environ = std::fs::read(&path).unwrap_or_default();
+        let found = String::from_utf8_lossy(&environ).contains(&mark);
+        if !found {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        found
+    });
+    assert!(readable, "the test cannot read its own child");
 
     let modes = [
         ("workspace-write", json!({"mode": "workspace-write"})),

@@ -218,16 +218,8 @@ struct ServeArgs {
     /// server dies, another takes its sessions over once this has passed.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     lease_ttl_ms: u64,
-    /// How long a connection may take to send a complete request head, in milliseconds
-    /// (hidden: tests shorten it).
-    #[arg(long, hide = true, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..))]
-    header_timeout_ms: u64,
-    /// How many connections are kept in all (hidden: tests lower it).
-    #[arg(long, hide = true, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
-    max_connections: u64,
-    /// How many connections are kept from one address (hidden: tests lower it).
-    #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
-    max_connections_per_peer: u64,
+    #[command(flatten)]
+    limits: session_cli::serve::LimitArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -588,11 +580,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 token,
                 require_token: args.require_token,
                 cors: args.cors,
-                limits: session_server::ConnectionLimits {
-                    header_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
-                    max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
-                    max_per_peer: usize::try_from(args.max_connections_per_peer).unwrap_or(usize::MAX),
-                },
+                limits: args.limits.limits(),
             };
             async_runtime()?.block_on(session_cli::serve::serve(options))?;
             Ok(ExitCode::SUCCESS)

@@ -55,6 +55,32 @@ pub struct ServeOptions {
     pub limits: ConnectionLimits,
 }
 
+/// The hidden flags of `session serve` that set [`ConnectionLimits`] (tests shorten and lower
+/// them; the defaults are the library's).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// How long a connection may take to send a complete request head, in milliseconds.
+    #[arg(long, hide = true, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..))]
+    header_timeout_ms: u64,
+    /// How many connections are kept in all.
+    #[arg(long, hide = true, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
+    /// How many connections are kept from one address.
+    #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_peer: u64,
+}
+
+impl LimitArgs {
+    /// The limits these flags describe.
+    pub fn limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: std::time::Duration::from_millis(self.header_timeout_ms),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            max_per_peer: usize::try_from(self.max_connections_per_peer).unwrap_or(usize::MAX),
+        }
+    }
+}
+
 /// A server accepting requests until stopped.
 #[derive(Debug)]
 pub struct RunningServer {
@@ -243,5 +269,41 @@ async fn stop_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(Debug, clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        limits: LimitArgs,
+    }
+
+    #[test]
+    fn the_hidden_flags_default_to_the_librarys_limits_and_set_them() {
+        let defaults = Flags::try_parse_from(["serve"]).unwrap();
+        assert_eq!(defaults.limits.limits(), ConnectionLimits::default());
+        let set = Flags::try_parse_from([
+            "serve",
+            "--header-timeout-ms",
+            "2000",
+            "--max-connections",
+            "9",
+            "--max-connections-per-peer",
+            "3",
+        ])
+        .unwrap();
+        let expected = ConnectionLimits {
+            header_timeout: std::time::Duration::from_secs(2),
+            max_connections: 9,
+            max_per_peer: 3,
+        };
+        assert_eq!(set.limits.limits(), expected);
+        assert!(Flags::try_parse_from(["serve", "--header-timeout-ms", "5"]).is_err());
     }
 }
