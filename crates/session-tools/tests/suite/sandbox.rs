@@ -373,3 +373,14 @@ async fn commands_lose_cap_sys_ptrace_in_every_mode() {
         }
     }
 }
+
+#[test]
+fn the_runtime_guard_refuses_once_threads_run_and_changes_nothing() {
+    // The test harness runs this on a thread of its own: `setenv` could race a reader, so the
+    // guard refuses and the environment block stays as it was.
+    let before = std::fs::read("/proc/self/environ").unwrap();
+    assert!(!before.is_empty(), "the test process has an environment");
+    let error = session_tools::sandbox::guard_runtime_process().unwrap_err();
+    assert!(error.to_string().contains("threads"), "{error}");
+    assert_eq!(std::fs::read("/proc/self/environ").unwrap(), before);
+}
