@@ -218,6 +218,8 @@ struct ServeArgs {
     /// server dies, another takes its sessions over once this has passed.
     #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     lease_ttl_ms: u64,
+    #[command(flatten)]
+    limits: session_cli::serve::LimitArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -311,6 +313,12 @@ impl From<RunFormatArg> for session_cli::RunFormat {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread: the environment this process was started with (provider keys
+    // among it) must not be readable back through /proc/<pid>/environ by the commands it runs.
+    if let Err(error) = session_tools::sandbox::guard_runtime_process() {
+        eprintln!("session: cannot make the process non-dumpable: {error}");
+        return ExitCode::FAILURE;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -572,6 +580,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 token,
                 require_token: args.require_token,
                 cors: args.cors,
+                limits: args.limits.limits(),
             };
             async_runtime()?.block_on(session_cli::serve::serve(options))?;
             Ok(ExitCode::SUCCESS)

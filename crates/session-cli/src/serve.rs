@@ -4,8 +4,8 @@
 //! This module owns what the library leaves to its caller: the address to bind (127.0.0.1
 //! unless told otherwise), the token policy (any address off loopback requires a token given
 //! by flag or environment; on loopback one is made and kept in the data folder when none is
-//! given), the browser origins allowed, the link to the other instances on PostgreSQL, and
-//! stopping on Ctrl-C or SIGTERM.
+//! given), the browser origins allowed, the link to the other instances on PostgreSQL, the
+//! connection limits, and stopping on Ctrl-C or SIGTERM.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use session_runtime::{Runtime, user_dir};
-use session_server::{Access, AllowedOrigin, BusAsker, ClientConfig, ClusterLink, ServerInfo, ServerParts};
+use session_server::{
+    Access, AllowedOrigin, BusAsker, ClientConfig, ClusterLink, ConnectionLimits, ServerInfo, ServerParts,
+};
 use session_store::{PgConfig, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +51,34 @@ pub struct ServeOptions {
     /// Browser origins allowed to send requests (`--cors`), besides the configuration's
     /// `server.cors`.
     pub cors: Vec<String>,
+    /// The header deadline and connection caps (defaults: [`ConnectionLimits::default`]).
+    pub limits: ConnectionLimits,
+}
+
+/// The hidden flags of `session serve` that set [`ConnectionLimits`] (tests shorten and lower
+/// them; the defaults are the library's).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// How long a connection may take to send a complete request head, in milliseconds.
+    #[arg(long, hide = true, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..))]
+    header_timeout_ms: u64,
+    /// How many connections are kept in all.
+    #[arg(long, hide = true, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: u64,
+    /// How many connections are kept from one address.
+    #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_peer: u64,
+}
+
+impl LimitArgs {
+    /// The limits these flags describe.
+    pub fn limits(&self) -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: std::time::Duration::from_millis(self.header_timeout_ms),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            max_per_peer: usize::try_from(self.max_connections_per_peer).unwrap_or(usize::MAX),
+        }
+    }
 }
 
 /// A server accepting requests until stopped.
@@ -192,10 +222,8 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     parts.mcp = mcp.clone();
     parts.shutdown = shutdown.clone();
     let app = session_server::router(parts);
-    let graceful = shutdown.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app).with_graceful_shutdown(async move { graceful.cancelled().await }).await
-    });
+    // Not axum::serve: a slow client must not hold connections (see session_server::serve).
+    let server = tokio::spawn(session_server::serve(listener, app, options.limits, shutdown.clone()));
     Ok(RunningServer { addr, shutdown, server, store, runtime, token_file, mcp })
 }
 
@@ -241,5 +269,41 @@ async fn stop_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(Debug, clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        limits: LimitArgs,
+    }
+
+    #[test]
+    fn the_hidden_flags_default_to_the_librarys_limits_and_set_them() {
+        let defaults = Flags::try_parse_from(["serve"]).unwrap();
+        assert_eq!(defaults.limits.limits(), ConnectionLimits::default());
+        let set = Flags::try_parse_from([
+            "serve",
+            "--header-timeout-ms",
+            "2000",
+            "--max-connections",
+            "9",
+            "--max-connections-per-peer",
+            "3",
+        ])
+        .unwrap();
+        let expected = ConnectionLimits {
+            header_timeout: std::time::Duration::from_secs(2),
+            max_connections: 9,
+            max_per_peer: 3,
+        };
+        assert_eq!(set.limits.limits(), expected);
+        assert!(Flags::try_parse_from(["serve", "--header-timeout-ms", "5"]).is_err());
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use session_core::ModelRef;
 use session_llm::{Script, ScriptedProvider};
 use session_runtime::{ProviderEntry, Runtime, RuntimeSettings, StaticModels};
-use session_server::{Access, BusAsker, ServerParts};
+use session_server::{Access, BusAsker, ConnectionLimits, ServerParts};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{PermissionEngine, ToolExecutor, Workspace, builtin_registry};
 
@@ -61,12 +61,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shutdown = parts.shutdown.clone();
     let app = session_server::router(parts);
     println!("serving on http://{addr}");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            shutdown.cancel();
-        })
-        .await?;
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+    });
+    session_server::serve(listener, app, ConnectionLimits::default(), shutdown).await?;
     store.close().await?;
     Ok(())
 }

@@ -29,6 +29,7 @@ mod error;
 mod events;
 mod features;
 mod files;
+mod listen;
 mod mcp;
 mod notice;
 mod openapi;
@@ -55,6 +56,7 @@ pub use cluster::ClusterLink;
 pub use compat::{ClientConfig, ServerInfo, ShareMode};
 pub use error::ServerError;
 pub use events::{Permission, PermissionTime};
+pub use listen::{ConnectionLimits, serve};
 pub use notice::{Notice, NoticeBody};
 pub use providers::{ClientModel, ClientProvider, ProviderSource};
 

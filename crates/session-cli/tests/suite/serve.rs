@@ -30,6 +30,7 @@ async fn off_loopback_every_route_requires_the_token() {
         token: None,
         require_token: false,
         cors: Vec::new(),
+        limits: Default::default(),
     })
     .await
     .unwrap_err();
@@ -42,6 +43,7 @@ async fn off_loopback_every_route_requires_the_token() {
         token: Some("s3cret".into()),
         require_token: false,
         cors: Vec::new(),
+        limits: Default::default(),
     })
     .await
     .unwrap();
@@ -86,6 +88,7 @@ async fn on_loopback_a_private_token_file_is_made_and_authenticates() {
         token: None,
         require_token,
         cors: vec!["http://localhost:5173".into()],
+        limits: Default::default(),
     };
     let server = start(options(false)).await.unwrap();
     let file = server.token_file().unwrap().to_owned();

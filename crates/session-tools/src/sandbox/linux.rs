@@ -10,6 +10,11 @@
 //! `mount`, `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self` and `seccomp`. It runs in the
 //! child's copy of memory, so taking the ruleset there leaves the parent's copy intact for the
 //! next spawn of the same command.
+//!
+//! Every command, confined or not, also loses `CAP_SYS_PTRACE` before `exec`
+//! ([`withhold_ptrace`]): the runtime is non-dumpable ([`make_undumpable`]), so its
+//! `/proc/<pid>/environ` (the environment it was started with, keys included) and `mem` open
+//! only to a process holding that capability, which a command run as root would otherwise have.
 
 // `pre_exec` is unsafe; this module is the workspace's one exception to `unsafe_code`.
 #![allow(unsafe_code)]
@@ -17,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 
@@ -50,6 +55,127 @@ const DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random"
 /// x32 system calls on x86_64 carry this bit; they pass the x86_64 architecture check, so
 /// the network calls are also refused under their x32 numbers.
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+
+/// `CAP_SYS_PTRACE` (`linux/capability.h`): what opens a non-dumpable process's `/proc` files.
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// `_LINUX_CAPABILITY_VERSION_3`: 64-bit capability sets, two words.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`: one 32-bit word of each set.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+pub(super) fn make_undumpable() -> io::Result<()> {
+    nix::sys::prctl::set_dumpable(false).map_err(io::Error::from)
+}
+
+/// Where the environment block the process was started with lies (`/proc/<pid>/environ`
+/// reads exactly these bytes), and how many threads the process has: fields 50, 51 and 20 of
+/// `/proc/self/stat`, counted after the parenthesised command name, which may hold spaces.
+fn environ_block_and_threads() -> io::Result<(usize, usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    let malformed = || io::Error::new(io::ErrorKind::InvalidData, "unexpected /proc/self/stat");
+    let (_, after_name) = stat.rsplit_once(')').ok_or_else(malformed)?;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Field n (1-based) is at index n - 3 once the pid and the name are cut off.
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<usize>().ok()).ok_or_else(malformed);
+    Ok((field(50)?, field(51)?, field(20)?))
+}
+
+/// Copies every variable of the process environment to the heap (`setenv`) and zeroes the
+/// block the process was started with, so `/proc/<pid>/environ` shows no value while the
+/// process, and what it starts, still sees every one. Refused once a second thread exists:
+/// `setenv` must not race a reader of the environment.
+pub(super) fn move_environment_off_the_block() -> io::Result<()> {
+    let (start, end, threads) = environ_block_and_threads()?;
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "the process already runs {threads} threads; the environment can only be moved before the first starts"
+        )));
+    }
+    if end <= start {
+        return Ok(());
+    }
+    let variables: Vec<(CString, CString)> = std::env::vars_os()
+        .filter_map(|(name, value)| {
+            Some((CString::new(name.into_vec()).ok()?, CString::new(value.into_vec()).ok()?))
+        })
+        .collect();
+    for (name, value) in &variables {
+        // SAFETY: the process has one thread (checked above), so nothing reads the environment
+        // while it changes; both strings are NUL-terminated and outlive the call, which copies
+        // them.
+        if unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    // SAFETY: [start, end) is the process's own environment block, on its stack and writable;
+    // after the copies above no environment entry the process uses points into it (a second
+    // entry of a duplicated name, which `getenv` never returns, becomes an empty string).
+    unsafe {
+        std::ptr::write_bytes(start as *mut u8, 0, end - start);
+    }
+    Ok(())
+}
+
+pub(super) fn withhold_ptrace(command: &mut std::process::Command) {
+    // SAFETY: `drop_ptrace_capability` only makes system calls on stack data (see the module docs).
+    unsafe {
+        command.pre_exec(drop_ptrace_capability);
+    }
+}
+
+/// Takes `CAP_SYS_PTRACE` out of the bounding set (`exec` rebuilds a root process's permitted
+/// set from it, and a set-user-ID program's) and out of the effective, permitted and
+/// inheritable sets (which also clears it from the ambient set). Async-signal-safe: system
+/// calls on stack data only. A root process that cannot change its bounding set (no
+/// `CAP_SETPCAP`) while the capability is in it fails the spawn: the command would get the
+/// capability back at `exec`.
+fn drop_ptrace_capability() -> io::Result<()> {
+    let capability = libc::c_ulong::from(CAP_SYS_PTRACE);
+    // SAFETY: prctl with integer arguments only.
+    let dropped = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) } == 0;
+    if !dropped {
+        // SAFETY: as above.
+        let still_bounded = unsafe { libc::prctl(libc::PR_CAPBSET_READ, capability, 0, 0, 0) } == 1;
+        if still_bounded && nix::unistd::geteuid().is_root() {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+    }
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget writes two `CapData` words for a version-3 header; both live on this stack.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let bit = 1u32 << CAP_SYS_PTRACE;
+    let held = &mut data[0];
+    if (held.effective | held.permitted | held.inheritable) & bit == 0 {
+        return Ok(());
+    }
+    held.effective &= !bit;
+    held.permitted &= !bit;
+    held.inheritable &= !bit;
+    // SAFETY: capset reads the header and the two words prepared above; lowering sets is
+    // always allowed.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 pub(super) fn probe() -> KernelSupport {
     KernelSupport { landlock_abi: landlock_abi(), seccomp: seccomp_available(), namespaces: namespaces() }
@@ -275,9 +401,15 @@ impl NamespaceSetup {
     fn enter(&self) -> Result<(), Errno> {
         if self.user {
             nix::sched::unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
-            write_proc(c"/proc/self/setgroups", b"deny")?;
-            write_proc(c"/proc/self/uid_map", self.uid_map.as_bytes())?;
-            write_proc(c"/proc/self/gid_map", self.gid_map.as_bytes())?;
+            // The child inherits the runtime's non-dumpable flag, which makes its own
+            // `/proc/self` files root's: it could not write its id maps. Dumpable for the three
+            // writes only (the child still holds a copy of the runtime's memory until `exec`).
+            nix::sys::prctl::set_dumpable(true)?;
+            let mapped = write_proc(c"/proc/self/setgroups", b"deny")
+                .and_then(|()| write_proc(c"/proc/self/uid_map", self.uid_map.as_bytes()))
+                .and_then(|()| write_proc(c"/proc/self/gid_map", self.gid_map.as_bytes()));
+            nix::sys::prctl::set_dumpable(false)?;
+            mapped?;
         } else {
             nix::sched::unshare(CloneFlags::CLONE_NEWNS)?;
         }

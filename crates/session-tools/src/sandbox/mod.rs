@@ -394,6 +394,8 @@ impl Sandbox {
         excluded: bool,
     ) -> Result<Confinement, ToolError> {
         let confinement = self.decide(target, excluded)?;
+        // Whatever the mode: the runtime's `/proc` files stay closed even to a root command.
+        platform::withhold_ptrace(command);
         if let Confinement::Confined(confined) = &confinement {
             platform::install(command, confined, self.support())?;
         }
@@ -409,6 +411,26 @@ impl Sandbox {
     ) -> Result<Confinement, ToolError> {
         self.confine_std(command.as_std_mut(), target, excluded)
     }
+}
+
+/// Keeps the environment the calling process was started with (provider keys included) from
+/// being read back through `/proc/<pid>/environ` or `/proc/<pid>/mem` by the commands it runs.
+/// On Linux (nothing elsewhere):
+///
+/// - every variable is copied to the heap and the original block is zeroed, so `environ`
+///   shows names with no values, to any reader, root included, whatever the kernel's ptrace
+///   rules; the process and what it starts still see every variable;
+/// - the process is made non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`): its `/proc/<pid>` files
+///   then belong to root and its memory opens only with `CAP_SYS_PTRACE`, which every command
+///   the sandbox spawns loses (see [`Sandbox::confine_std`]).
+///
+/// Call it first thing in `main`, before any thread starts: it fails, changing nothing, when
+/// the process already has a second thread. Side effects: no core dumps; a debugger of the
+/// same user cannot attach (`gdb -p`, `strace -p` need root or `CAP_SYS_PTRACE`); `ps e` and
+/// `/proc/<pid>/environ` show the process's variables without values.
+pub fn guard_runtime_process() -> std::io::Result<()> {
+    platform::move_environment_off_the_block()?;
+    platform::make_undumpable()
 }
 
 /// The `TMPDIR` of an environment about to be given to a command.

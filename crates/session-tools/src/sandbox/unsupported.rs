@@ -15,3 +15,13 @@ pub(super) fn install(
 ) -> Result<(), ToolError> {
     Err(ToolError::Sandbox { reason: "there is no sandbox on this operating system".to_owned() })
 }
+
+pub(super) fn make_undumpable() -> std::io::Result<()> {
+    Ok(())
+}
+
+pub(super) fn withhold_ptrace(_command: &mut std::process::Command) {}
+
+pub(super) fn move_environment_off_the_block() -> std::io::Result<()> {
+    Ok(())
+}

@@ -334,3 +334,53 @@ async fn the_probe_sees_this_kernel_and_the_metadata_names_the_mode() {
     let result = b.bash_as("build", "true").await.unwrap();
     assert_eq!(result.metadata["sandbox"], json!("off"));
 }
+
+/// The capability sets a `/proc/<pid>/status` text names, as numbers.
+fn capability_sets(status: &str) -> Vec<(String, u64)> {
+    status
+        .lines()
+        .filter_map(|line| line.strip_prefix("Cap"))
+        .filter_map(|rest| rest.split_once(":\t"))
+        .map(|(set, hex)| (set.to_owned(), u64::from_str_radix(hex.trim(), 16).unwrap()))
+        .collect()
+}
+
+/// `CAP_SYS_PTRACE`: what opens a non-dumpable runtime's `/proc/<pid>/environ`.
+const PTRACE_BIT: u64 = 1 << 19;
+
+#[tokio::test]
+async fn commands_lose_cap_sys_ptrace_in_every_mode() {
+    // Control: this test process (root in CI) holds the capability; its commands must not.
+    let own = capability_sets(&std::fs::read_to_string("/proc/self/status").unwrap());
+    let root = nix::unistd::geteuid().is_root();
+    if root {
+        let bounded = own.iter().any(|(set, bits)| set == "Bnd" && bits & PTRACE_BIT != 0);
+        assert!(bounded, "root without CAP_SYS_PTRACE in its bounding set: {own:?}");
+    }
+    let excluded = SandboxSettings { exclude: vec!["cat *".into()], ..settings(SandboxMode::WorkspaceWrite) };
+    for settings in [settings(SandboxMode::Off), settings(SandboxMode::WorkspaceWrite), excluded] {
+        let b = make(settings.clone(), kernel());
+        let output = b.bash("cat /proc/self/status").await;
+        let sets = capability_sets(&output);
+        assert_eq!(sets.len(), 5, "{output}");
+        for (set, bits) in sets {
+            // A non-root runtime cannot change its bounding set; it has nothing to drop there
+            // (and no_new_privs or a password stands before a set-user-ID program).
+            if set == "Bnd" && !root {
+                continue;
+            }
+            assert_eq!(bits & PTRACE_BIT, 0, "{:?}: Cap{set} still holds CAP_SYS_PTRACE", settings.mode);
+        }
+    }
+}
+
+#[test]
+fn the_runtime_guard_refuses_once_threads_run_and_changes_nothing() {
+    // The test harness runs this on a thread of its own: `setenv` could race a reader, so the
+    // guard refuses and the environment block stays as it was.
+    let before = std::fs::read("/proc/self/environ").unwrap();
+    assert!(!before.is_empty(), "the test process has an environment");
+    let error = session_tools::sandbox::guard_runtime_process().unwrap_err();
+    assert!(error.to_string().contains("threads"), "{error}");
+    assert_eq!(std::fs::read("/proc/self/environ").unwrap(), before);
+}
