@@ -11,6 +11,7 @@ mod long;
 mod mcp;
 mod opencode_cli;
 mod opencode_tui;
+mod oracle;
 mod replay;
 mod run;
 mod run_format;
