@@ -53,7 +53,11 @@ pub(crate) async fn capture(agent: Agent, case: &Case) -> Capture {
     let config = case.config_for(&server.base_url(Api::OpenAiChat));
     std::fs::write(&config_path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
     session_testkit::trust_folder(&home, &project).unwrap();
-    let places = Places { project: project.display().to_string(), home: home.display().to_string() };
+    let places = Places {
+        project: project.display().to_string(),
+        home: home.display().to_string(),
+        provider: format!("http://{}", server.addr()),
+    };
 
     let prompts: Vec<(bool, String)> = std::iter::once((false, case.prompt.to_owned()))
         .chain(case.then.iter().map(|p| (true, (*p).to_owned())))

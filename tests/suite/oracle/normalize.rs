@@ -9,6 +9,8 @@ pub(crate) struct Places {
     pub project: String,
     /// The agent's home folder, data and config included (`<home>`).
     pub home: String,
+    /// The scripted server's address, `http://127.0.0.1:<port>` (`<provider>`).
+    pub provider: String,
 }
 
 /// Id prefixes both agents mint (OpenCode's `Identifier` kinds).
@@ -30,6 +32,8 @@ fn walk(value: &Value, places: &Places, key: Option<&str>) -> Value {
                     Value::from(0)
                 } else if matches!(k.as_str(), "snapshot" | "hash") && v.is_string() {
                     Value::from("<hash>")
+                } else if k == "date" && v.is_string() {
+                    Value::from("<date>")
                 } else if matches!(k.as_str(), "slug") && v.is_string() {
                     Value::from("<slug>")
                 } else if k == "projectID" && v.is_string() {
@@ -49,7 +53,10 @@ fn walk(value: &Value, places: &Places, key: Option<&str>) -> Value {
 
 /// A string with the run's folders and minted ids replaced.
 pub(crate) fn text_of(text: &str, places: &Places) -> String {
-    let mut text = text.replace(&places.project, "<project>").replace(&places.home, "<home>");
+    let mut text = text
+        .replace(&places.project, "<project>")
+        .replace(&places.home, "<home>")
+        .replace(&places.provider, "<provider>");
     for prefix in ID_PREFIXES {
         text = replace_ids(&text, prefix);
     }
@@ -80,19 +87,24 @@ fn replace_ids(text: &str, prefix: &str) -> String {
 }
 
 /// A request body as the comparison sees it: the wording of system prompts and tool
-/// descriptions hidden (their presence and count kept), tools sorted by name.
+/// descriptions hidden, the system messages counted, the other messages in order, each tool's
+/// parameters by the tool's name.
 pub(crate) fn request_body(body: &Value) -> Value {
     let mut body = body.clone();
-    if let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) {
-        for message in messages.iter_mut().filter(|m| m["role"] == "system") {
-            message["content"] = Value::from("<system prompt>");
-        }
+    if let Some(messages) = body.get("messages").and_then(Value::as_array).cloned() {
+        let (system, rest): (Vec<Value>, Vec<Value>) = messages.into_iter().partition(|m| m["role"] == "system");
+        body["messages"] = Value::from(rest);
+        body["system_messages"] = Value::from(system.len());
     }
     if let Some(tools) = body.get_mut("tools").and_then(Value::as_array_mut) {
+        let mut by_name = Map::new();
         for tool in tools.iter_mut() {
             hide_descriptions(tool);
+            let name = tool["function"]["name"].as_str().unwrap_or_default().to_owned();
+            by_name.insert(name, tool["function"]["parameters"].take());
         }
-        tools.sort_by(|a, b| a["function"]["name"].as_str().cmp(&b["function"]["name"].as_str()));
+        body["tool_names"] = Value::from(by_name.keys().cloned().collect::<Vec<_>>().join(","));
+        body["tools"] = Value::Object(by_name);
     }
     body
 }
@@ -170,7 +182,7 @@ mod tests {
     use serde_json::json;
 
     fn places() -> Places {
-        Places { project: "/tmp/x/project".into(), home: "/tmp/x/home".into() }
+        Places { project: "/tmp/x/project".into(), home: "/tmp/x/home".into(), provider: "http://127.0.0.1:9".into() }
     }
 
     #[test]
@@ -211,11 +223,11 @@ mod tests {
             ]
         });
         let got = request_body(&body);
-        assert_eq!(got["messages"][0]["content"], "<system prompt>");
-        assert_eq!(got["messages"][1]["content"], "hi");
-        assert_eq!(got["tools"][0]["function"]["name"], "bash");
-        assert_eq!(got["tools"][0]["function"]["parameters"]["properties"]["description"]["type"], "string");
-        assert_eq!(got["tools"][1]["function"]["parameters"]["properties"]["filePath"]["description"], "<description>");
+        assert_eq!(got["system_messages"], 1);
+        assert_eq!(got["messages"], json!([{"role": "user", "content": "hi"}]));
+        assert_eq!(got["tool_names"], "bash,read");
+        assert_eq!(got["tools"]["bash"]["properties"]["description"]["type"], "string");
+        assert_eq!(got["tools"]["read"]["properties"]["filePath"]["description"], "<description>");
     }
 
     #[test]
