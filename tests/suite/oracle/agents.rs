@@ -35,6 +35,23 @@ pub(crate) struct Capture {
     pub log: String,
 }
 
+impl Capture {
+    /// The capture as one JSON value (what `ORACLE_REPLAY` reads back).
+    pub(crate) fn to_value(&self) -> Value {
+        json!({"stored": self.stored, "sent": self.sent, "printed": self.printed, "log": self.log})
+    }
+
+    /// A capture saved by [`Capture::to_value`].
+    pub(crate) fn from_value(value: &Value) -> Self {
+        Self {
+            stored: value["stored"].clone(),
+            sent: value["sent"].clone(),
+            printed: value["printed"].as_array().cloned().unwrap_or_default(),
+            log: value["log"].as_str().unwrap_or_default().to_owned(),
+        }
+    }
+}
+
 /// The request headers compared (the rest are transport details of the HTTP clients).
 const HEADERS: [&str; 5] = ["authorization", "content-type", "user-agent", "x-session-affinity", "x-session-id"];
 

@@ -16,7 +16,9 @@
 //! purpose (each names its docs/SPEC.md §17 entry), or [`allow::OPEN`], the differences issue 40
 //! found that are not fixed yet. An entry that no run shows fails the suite, so the lists never
 //! go stale. `ORACLE_CASES=a,b` runs only those cases (stale entries are then checked for those
-//! cases only); the report of every run is written to `$CARGO_TARGET_TMPDIR/oracle-report.txt`.
+//! cases only); the report of every run is written to `$CARGO_TARGET_TMPDIR/oracle-report.txt`
+//! and its captures to `oracle-captures.json` there, which `ORACLE_REPLAY=<file>` compares again
+//! without running the agents.
 
 mod agents;
 mod allow;
@@ -54,18 +56,22 @@ enum Outcome {
 
 struct CaseResult {
     name: &'static str,
+    about: &'static str,
     differences: Vec<Difference>,
     opencode: Capture,
     session: Capture,
 }
 
-async fn run_case(case: cases::Case) -> CaseResult {
-    let (opencode, session) = tokio::join!(capture(Agent::OpenCode, &case), capture(Agent::Session, &case));
+async fn run_case(case: cases::Case, saved: Option<&Value>) -> CaseResult {
+    let (opencode, session) = match saved.map(|all| &all[case.name]).filter(|v| v.is_object()) {
+        Some(saved) => (Capture::from_value(&saved["opencode"]), Capture::from_value(&saved["session"])),
+        None => tokio::join!(capture(Agent::OpenCode, &case), capture(Agent::Session, &case)),
+    };
     let mut differences = Vec::new();
     diff("stored", &opencode.stored, &session.stored, &mut differences);
     diff("sent", &opencode.sent, &session.sent, &mut differences);
     diff("printed", &Value::from(opencode.printed.clone()), &Value::from(session.printed.clone()), &mut differences);
-    CaseResult { name: case.name, differences, opencode, session }
+    CaseResult { name: case.name, about: case.about, differences, opencode, session }
 }
 
 /// The first entry of `lists` that explains `difference` in `case`.
@@ -91,8 +97,15 @@ async fn opencode_and_session_differ_only_where_the_lists_say() {
         .collect();
     assert!(!selected.is_empty(), "ORACLE_CASES names no case");
     let names: Vec<&'static str> = selected.iter().map(|c| c.name).collect();
-    let mut results: Vec<CaseResult> =
-        futures_util::stream::iter(selected).map(run_case).buffer_unordered(PARALLEL).collect().await;
+    // `ORACLE_REPLAY=<captures.json>` compares the captures of an earlier run instead of running
+    // the agents (to work on the lists); every normal run saves its captures for that.
+    let saved: Option<Value> = std::env::var_os("ORACLE_REPLAY")
+        .map(|path| serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap());
+    let mut results: Vec<CaseResult> = futures_util::stream::iter(selected)
+        .map(|case| run_case(case, saved.as_ref()))
+        .buffer_unordered(PARALLEL)
+        .collect()
+        .await;
     results.sort_by_key(|r| names.iter().position(|n| *n == r.name));
 
     let lists: [&[Allowed]; 2] = [allow::KEPT, allow::OPEN];
@@ -130,15 +143,19 @@ async fn opencode_and_session_differ_only_where_the_lists_say() {
         }
         for (channel, outcome) in CHANNELS.iter().zip(per_channel) {
             *outcomes.entry(outcome).or_default() += 1;
-            let _ = writeln!(report, "{:<28} {:<8} {:?}", result.name, channel, outcome);
+            let _ = writeln!(report, "{:<28} {:<8} {:<12} {}", result.name, channel, format!("{outcome:?}"), result.about);
         }
     }
     let stale: Vec<String> = all_entries
         .iter()
         .zip(&used)
         .filter(|(entry, used)| !**used && (entry.case == "*" && only.is_none() || names.contains(&entry.case)))
-        .map(|(entry, _)| format!("{} {} ({:?})", entry.case, entry.path, entry.why))
+        .map(|(entry, _)| format!("{} {}: {}", entry.case, entry.path, entry.why))
         .collect();
+    let _ = writeln!(report, "\nlisted differences seen:");
+    for (entry, used) in all_entries.iter().zip(&used).filter(|(_, used)| **used) {
+        let _ = (used, writeln!(report, "  {} {}: {}", entry.case, entry.path, entry.why));
+    }
     let behaviours = results.len() * CHANNELS.len();
     let _ = writeln!(
         report,
@@ -149,7 +166,15 @@ async fn opencode_and_session_differ_only_where_the_lists_say() {
         outcomes.get(&Outcome::Open).unwrap_or(&0),
         outcomes.get(&Outcome::Unexplained).unwrap_or(&0),
     );
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("oracle-report.txt");
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if saved.is_none() {
+        let captures: serde_json::Map<String, Value> = results
+            .iter()
+            .map(|r| (r.name.to_owned(), serde_json::json!({"opencode": r.opencode.to_value(), "session": r.session.to_value()})))
+            .collect();
+        std::fs::write(tmp.join("oracle-captures.json"), Value::Object(captures).to_string()).unwrap();
+    }
+    let path = tmp.join("oracle-report.txt");
     let mut full = report.clone();
     for result in &results {
         let _ = writeln!(

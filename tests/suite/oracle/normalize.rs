@@ -103,7 +103,9 @@ pub(crate) fn request_body(body: &Value) -> Value {
             let name = tool["function"]["name"].as_str().unwrap_or_default().to_owned();
             by_name.insert(name, tool["function"]["parameters"].take());
         }
-        body["tool_names"] = Value::from(by_name.keys().cloned().collect::<Vec<_>>().join(","));
+        let mut names: Vec<String> = by_name.keys().cloned().collect();
+        names.sort();
+        body["tool_names"] = Value::from(names.join(","));
         body["tools"] = Value::Object(by_name);
     }
     body
