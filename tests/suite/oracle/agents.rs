@@ -53,7 +53,8 @@ impl Capture {
 }
 
 /// The request headers compared (the rest are transport details of the HTTP clients).
-const HEADERS: [&str; 5] = ["authorization", "content-type", "user-agent", "x-session-affinity", "x-session-id"];
+const HEADERS: [&str; 5] =
+    ["authorization", "content-type", "user-agent", "x-session-affinity", "x-session-id"];
 
 /// Runs `case` through `agent`.
 pub(crate) async fn capture(agent: Agent, case: &Case) -> Capture {
@@ -87,7 +88,8 @@ pub(crate) async fn capture(agent: Agent, case: &Case) -> Capture {
         for (continues, prompt) in prompts {
             let (lines, status, stderr) = runner.run(&prompt, continues);
             log.push_str(&stderr);
-            session_id = session_id.or_else(|| lines.iter().find_map(|l| l["sessionID"].as_str().map(str::to_owned)));
+            session_id =
+                session_id.or_else(|| lines.iter().find_map(|l| l["sessionID"].as_str().map(str::to_owned)));
             printed.push(json!({"exit": status, "lines": lines}));
         }
         let session_id = session_id.or_else(|| runner.latest_session());
@@ -218,6 +220,7 @@ impl Runner {
         log.push_str(&format!("[{:?} export]\n{}\n", self.agent, String::from_utf8_lossy(&output.stderr)));
         // OpenCode prints a line before the document when it exports to a terminal.
         let start = stdout.find('{').unwrap_or(0);
-        serde_json::from_str(&stdout[start..]).unwrap_or_else(|_| Value::from(format!("unreadable export: {stdout}")))
+        serde_json::from_str(&stdout[start..])
+            .unwrap_or_else(|_| Value::from(format!("unreadable export: {stdout}")))
     }
 }

@@ -87,7 +87,8 @@ impl Case {
     /// The project: the case's files, committed to a fresh git repository.
     pub(crate) fn write_project(&self, project: &Path) {
         std::fs::create_dir_all(project).unwrap();
-        std::fs::write(project.join("README.md"), "# Oracle project\n\nA project both agents work in.\n").unwrap();
+        std::fs::write(project.join("README.md"), "# Oracle project\n\nA project both agents work in.\n")
+            .unwrap();
         for (path, text) in &self.files {
             let path = project.join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -158,14 +159,18 @@ fn done(prompt: u64, completion: u64) -> String {
 
 /// A recorded stream of text ending with `finish`.
 fn text_stream(text: &str, finish: &str) -> String {
-    chunk(json!({"role": "assistant", "content": text}), None) + &chunk(json!({}), Some(finish)) + &done(1000, 20)
+    chunk(json!({"role": "assistant", "content": text}), None)
+        + &chunk(json!({}), Some(finish))
+        + &done(1000, 20)
 }
 
 /// A recorded stream of one tool call (arguments given as raw text) ending with `finish`.
 fn call_stream(name: &str, arguments: &str, finish: &str) -> String {
-    chunk(json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_r", "type": "function",
-        "function": {"name": name, "arguments": ""}}]}), None)
-        + &chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}), None)
+    chunk(
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_r", "type": "function",
+        "function": {"name": name, "arguments": ""}}]}),
+        None,
+    ) + &chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}), None)
         + &chunk(json!({}), Some(finish))
         + &done(1000, 20)
 }
@@ -186,20 +191,36 @@ pub(crate) fn all() -> Vec<Case> {
         + &chunk(json!({"content": "Part two."}), None)
         + &chunk(json!({}), Some("stop"))
         + &done(1000, 20);
-    let parallel = chunk(json!({"role": "assistant", "tool_calls": [
-            {"index": 0, "id": "call_a", "type": "function", "function": {"name": "bash", "arguments": ""}}]}), None)
-        + &chunk(json!({"tool_calls": [
-            {"index": 1, "id": "call_b", "type": "function", "function": {"name": "bash", "arguments": ""}}]}), None)
-        + &chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\": \"echo a"}}]}), None)
-        + &chunk(json!({"tool_calls": [{"index": 1, "function": {"arguments": "{\"command\": \"echo b"}}]}), None)
-        + &chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\", \"description\": \"A\"}"}}]}), None)
-        + &chunk(json!({"tool_calls": [{"index": 1, "function": {"arguments": "\", \"description\": \"B\"}"}}]}), None)
-        + &chunk(json!({}), Some("tool_calls"))
+    let parallel = chunk(
+        json!({"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_a", "type": "function", "function": {"name": "bash", "arguments": ""}}]}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [
+            {"index": 1, "id": "call_b", "type": "function", "function": {"name": "bash", "arguments": ""}}]}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\": \"echo a"}}]}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [{"index": 1, "function": {"arguments": "{\"command\": \"echo b"}}]}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "\", \"description\": \"A\"}"}}]}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [{"index": 1, "function": {"arguments": "\", \"description\": \"B\"}"}}]}),
+        None,
+    ) + &chunk(json!({}), Some("tool_calls"))
         + &done(1000, 20);
-    let reasoning_call = chunk(json!({"role": "assistant", "reasoning_content": "I should list the files."}), None)
-        + &chunk(json!({"tool_calls": [{"index": 0, "id": "call_t", "type": "function",
-            "function": {"name": "bash", "arguments": "{\"command\": \"echo x\", \"description\": \"X\"}"}}]}), None)
-        + &chunk(json!({}), Some("tool_calls"))
+    let reasoning_call = chunk(
+        json!({"role": "assistant", "reasoning_content": "I should list the files."}),
+        None,
+    ) + &chunk(
+        json!({"tool_calls": [{"index": 0, "id": "call_t", "type": "function",
+            "function": {"name": "bash", "arguments": "{\"command\": \"echo x\", \"description\": \"X\"}"}}]}),
+        None,
+    ) + &chunk(json!({}), Some("tool_calls"))
         + &done(1000, 20);
     let big_lines: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
     vec![
@@ -389,7 +410,8 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), cases.len());
         for case in &cases {
-            let script = Script::from_json(&case.script_json()).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            let script =
+                Script::from_json(&case.script_json()).unwrap_or_else(|e| panic!("{}: {e}", case.name));
             let script = case.with_recorded(script);
             assert!(!script.turns.is_empty(), "{}", case.name);
         }

@@ -70,7 +70,8 @@ async fn run_case(case: cases::Case, saved: Option<&Value>) -> CaseResult {
     let mut differences = Vec::new();
     diff("stored", &opencode.stored, &session.stored, &mut differences);
     diff("sent", &opencode.sent, &session.sent, &mut differences);
-    diff("printed", &Value::from(opencode.printed.clone()), &Value::from(session.printed.clone()), &mut differences);
+    let printed = |capture: &Capture| normalize::printed_in_call_order(&capture.printed);
+    diff("printed", &printed(&opencode), &printed(&session), &mut differences);
     CaseResult { name: case.name, about: case.about, differences, opencode, session }
 }
 
@@ -84,7 +85,11 @@ fn explain<'a>(lists: &'a [&'a [Allowed]], case: &str, difference: &Difference) 
 
 fn short(value: &Value) -> String {
     let text = value.to_string();
-    if text.chars().count() > 300 { format!("{}…", text.chars().take(300).collect::<String>()) } else { text }
+    if text.chars().count() > 300 {
+        format!("{}…", text.chars().take(300).collect::<String>())
+    } else {
+        text
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -143,13 +148,22 @@ async fn opencode_and_session_differ_only_where_the_lists_say() {
         }
         for (channel, outcome) in CHANNELS.iter().zip(per_channel) {
             *outcomes.entry(outcome).or_default() += 1;
-            let _ = writeln!(report, "{:<28} {:<8} {:<12} {}", result.name, channel, format!("{outcome:?}"), result.about);
+            let _ = writeln!(
+                report,
+                "{:<28} {:<8} {:<12} {}",
+                result.name,
+                channel,
+                format!("{outcome:?}"),
+                result.about
+            );
         }
     }
     let stale: Vec<String> = all_entries
         .iter()
         .zip(&used)
-        .filter(|(entry, used)| !**used && (entry.case == "*" && only.is_none() || names.contains(&entry.case)))
+        .filter(|(entry, used)| {
+            !**used && (entry.case == "*" && only.is_none() || names.contains(&entry.case))
+        })
         .map(|(entry, _)| format!("{} {}: {}", entry.case, entry.path, entry.why))
         .collect();
     let _ = writeln!(report, "\nlisted differences seen:");
@@ -170,7 +184,12 @@ async fn opencode_and_session_differ_only_where_the_lists_say() {
     if saved.is_none() {
         let captures: serde_json::Map<String, Value> = results
             .iter()
-            .map(|r| (r.name.to_owned(), serde_json::json!({"opencode": r.opencode.to_value(), "session": r.session.to_value()})))
+            .map(|r| {
+                (
+                    r.name.to_owned(),
+                    serde_json::json!({"opencode": r.opencode.to_value(), "session": r.session.to_value()}),
+                )
+            })
             .collect();
         std::fs::write(tmp.join("oracle-captures.json"), Value::Object(captures).to_string()).unwrap();
     }
@@ -194,7 +213,11 @@ async fn opencode_and_session_differ_only_where_the_lists_say() {
     let _ = writeln!(full, "\n=== unexplained\n{unexplained}");
     std::fs::write(&path, &full).unwrap();
     eprintln!("{report}\n(details in {})", path.display());
-    assert!(unexplained.is_empty(), "differences no list explains:\n{unexplained}\n(details in {})", path.display());
+    assert!(
+        unexplained.is_empty(),
+        "differences no list explains:\n{unexplained}\n(details in {})",
+        path.display()
+    );
     assert!(stale.is_empty(), "listed differences no run showed (remove them):\n{}", stale.join("\n"));
 }
 
@@ -204,8 +227,15 @@ fn every_kept_difference_names_an_entry_of_spec_section_17() {
     let section = spec.split("## 17.").nth(1).expect("docs/SPEC.md has a §17");
     let section = section.split("\n## ").next().unwrap_or(section);
     for entry in allow::KEPT {
-        let Why::Kept(title) = entry.why else { panic!("{} {} is in KEPT but not kept", entry.case, entry.path) };
-        assert!(section.contains(&format!("**{title}**")), "§17 has no entry **{title}** for {} {}", entry.case, entry.path);
+        let Why::Kept(title) = entry.why else {
+            panic!("{} {} is in KEPT but not kept", entry.case, entry.path)
+        };
+        assert!(
+            section.contains(&format!("**{title}**")),
+            "§17 has no entry **{title}** for {} {}",
+            entry.case,
+            entry.path
+        );
     }
     for entry in allow::OPEN {
         assert!(matches!(entry.why, Why::Open(_)), "{} {} is in OPEN but kept", entry.case, entry.path);

@@ -92,7 +92,8 @@ fn replace_ids(text: &str, prefix: &str) -> String {
 pub(crate) fn request_body(body: &Value) -> Value {
     let mut body = body.clone();
     if let Some(messages) = body.get("messages").and_then(Value::as_array).cloned() {
-        let (system, rest): (Vec<Value>, Vec<Value>) = messages.into_iter().partition(|m| m["role"] == "system");
+        let (system, rest): (Vec<Value>, Vec<Value>) =
+            messages.into_iter().partition(|m| m["role"] == "system");
         body["messages"] = Value::from(rest);
         body["system_messages"] = Value::from(system.len());
     }
@@ -125,6 +126,30 @@ fn hide_descriptions(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(hide_descriptions),
         _ => {}
     }
+}
+
+/// The printed runs with each run of consecutive `tool_use` lines in call-id order: parallel
+/// calls print as they finish, which is a race in either agent.
+pub(crate) fn printed_in_call_order(printed: &[Value]) -> Value {
+    let mut printed = printed.to_vec();
+    for run in &mut printed {
+        let Some(lines) = run.get_mut("lines").and_then(Value::as_array_mut) else { continue };
+        let mut start = 0;
+        while start < lines.len() {
+            let mut end = start;
+            while end < lines.len() && lines[end]["type"] == "tool_use" {
+                end += 1;
+            }
+            if end > start {
+                lines[start..end]
+                    .sort_by(|a, b| a["part"]["callID"].as_str().cmp(&b["part"]["callID"].as_str()));
+                start = end;
+            } else {
+                start += 1;
+            }
+        }
+    }
+    Value::from(printed)
 }
 
 /// One place where the two runs differ.
@@ -184,7 +209,11 @@ mod tests {
     use serde_json::json;
 
     fn places() -> Places {
-        Places { project: "/tmp/x/project".into(), home: "/tmp/x/home".into(), provider: "http://127.0.0.1:9".into() }
+        Places {
+            project: "/tmp/x/project".into(),
+            home: "/tmp/x/home".into(),
+            provider: "http://127.0.0.1:9".into(),
+        }
     }
 
     #[test]
@@ -235,10 +264,31 @@ mod tests {
     #[test]
     fn diff_reports_leaves_and_length_changes_once() {
         let mut out = Vec::new();
-        diff("stored", &json!({"a": [1, 2], "b": {"c": 1}, "d": [1]}), &json!({"a": [1, 3], "b": {}, "d": [1, 2]}), &mut out);
+        diff(
+            "stored",
+            &json!({"a": [1, 2], "b": {"c": 1}, "d": [1]}),
+            &json!({"a": [1, 3], "b": {}, "d": [1, 2]}),
+            &mut out,
+        );
         let paths: Vec<&str> = out.iter().map(|d| d.path.as_str()).collect();
         assert_eq!(paths, ["stored/a/1", "stored/b/c", "stored/d"]);
         assert_eq!(out[1].session, Value::Null);
+    }
+
+    #[test]
+    fn parallel_tool_lines_compare_in_call_order() {
+        let tool = |id: &str| json!({"type": "tool_use", "part": {"callID": id}});
+        let printed = [
+            json!({"lines": [json!({"type": "text"}), tool("b"), tool("a"), json!({"type": "step_finish"}), tool("d"), tool("c")]}),
+        ];
+        let got = printed_in_call_order(&printed);
+        let ids: Vec<&str> = got[0]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["part"]["callID"].as_str().unwrap_or("-"))
+            .collect();
+        assert_eq!(ids, ["-", "a", "b", "-", "c", "d"]);
     }
 
     #[test]

@@ -342,11 +342,13 @@ fn end_tool(tool: &mut ToolCall, any_tool_call: &mut bool, out: &mut Vec<LlmEven
     });
 }
 
-/// Maps a Chat finish reason; tool calls make `tool-calls` even where a server says `stop`.
+/// Maps a Chat finish reason. A `stop` is stored as the provider gave it even with tool calls,
+/// as OpenCode 1.18.34 stores it (issue 40; the loop goes on for the tool parts, SPEC 12 step
+/// 2); no reason at all with tool calls is `tool-calls`.
 fn finish_reason(reason: Option<&str>, any_tool_call: bool) -> FinishReason {
     match reason {
         Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
-        Some("stop") | None if any_tool_call => FinishReason::ToolCalls,
+        None if any_tool_call => FinishReason::ToolCalls,
         Some("stop") => FinishReason::Stop,
         Some("length") => FinishReason::Length,
         Some("content_filter") => FinishReason::ContentFilter,

@@ -157,10 +157,7 @@ fn spec_1_1_chat_interleaved_arguments_complete_each_call_and_a_call_is_never_em
     .concat();
     let events = snapshot("chat-invalid-arguments", Api::OpenAiChat, &body);
     let labels = labels(&events);
-    assert!(
-        position(&labels, "tool-call:call_b") < position(&labels, "tool-call:call_a"),
-        "{labels:?}"
-    );
+    assert!(position(&labels, "tool-call:call_b") < position(&labels, "tool-call:call_a"), "{labels:?}");
     assert_eq!(
         tool_calls(&events),
         [("call_b".into(), json!({"path": "b"})), ("call_a".into(), json!({"path": "a"}))]
