@@ -11,6 +11,7 @@ mod long;
 mod mcp;
 mod opencode_cli;
 mod opencode_tui;
+mod oracle;
 mod proc_environ;
 mod replay;
 mod run;

@@ -73,8 +73,9 @@ pub fn next_task(messages: &[MessageWithParts]) -> Result<(LoopView<'_>, NextTas
     let last_finished =
         assistants.clone().filter(|(a, _)| a.finish.is_some()).map(|(a, _)| a).max_by(|a, b| a.id.cmp(&b.id));
     let view = LoopView { last_user, last_finished };
+    // An unknown finish goes on too, as OpenCode 1.18.34's loop does (issue 40).
     if let Some((info, assistant)) = assistants.max_by(|(a, _), (b, _)| a.id.cmp(&b.id))
-        && info.finish.is_some_and(|f| f != FinishReason::ToolCalls)
+        && info.finish.is_some_and(|f| f != FinishReason::ToolCalls && f != FinishReason::Unknown)
         && !has_pending_tool_work(assistant)
         && last_user.id < info.id
     {

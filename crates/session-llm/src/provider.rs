@@ -126,6 +126,9 @@ pub fn build_request(api: Api, request: &LlmRequest) -> Result<BuiltRequest, Llm
     }
 }
 
+/// The `User-Agent` of provider requests: `session/<version>`.
+pub const USER_AGENT: &str = concat!("session/", env!("CARGO_PKG_VERSION"));
+
 /// The full HTTP request for `request`: URL, format headers, authentication, extra headers.
 pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<HttpRequest, LlmError> {
     let cannot =
@@ -141,7 +144,12 @@ pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<H
             (built.path, built.headers, serde_json::to_vec(&built.body).map_err(cannot)?)
         }
     };
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    let mut headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        // Providers see who calls them, as OpenCode's `opencode/<version>` tells them (issue 40);
+        // a configured `user-agent` header replaces it.
+        ("user-agent".to_owned(), USER_AGENT.to_owned()),
+    ];
     headers.extend(format_headers);
     if let Some(key) = &config.api_key {
         headers.push(match config.api {
@@ -149,6 +157,9 @@ pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<H
             Api::Anthropic => ("x-api-key".to_owned(), key.clone()),
             Api::Gemini => ("x-goog-api-key".to_owned(), key.clone()),
         });
+    }
+    if config.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
+        headers.retain(|(name, _)| name != "user-agent");
     }
     headers.extend(config.headers.iter().cloned());
     Ok(HttpRequest {

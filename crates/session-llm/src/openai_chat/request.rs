@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use session_core::{history::AssistantContent, history::ModelMessage, history::UserContent};
 
 use crate::error::LlmError;
-use crate::request::{BuiltRequest, LlmRequest, data_url, output_text, unsupported_file};
+use crate::request::{BuiltRequest, LlmRequest, ToolChoice, data_url, output_text, unsupported_file};
 
 /// Builds the streaming Chat Completions request for `request`.
 pub fn build_request(request: &LlmRequest) -> Result<BuiltRequest, LlmError> {
@@ -60,7 +60,10 @@ pub(crate) fn body(request: &LlmRequest) -> Result<Body<'_>, LlmError> {
             },
         })
         .collect();
-    let tool_choice = if tools.is_empty() { None } else { options.tool_choice.map(|choice| choice.openai()) };
+    // With tools, the choice is always stated (`auto` unless the caller asks otherwise), as
+    // OpenCode's requests state it (issue 40).
+    let tool_choice =
+        if tools.is_empty() { None } else { Some(options.tool_choice.unwrap_or(ToolChoice::Auto).openai()) };
     // Reasoning models refuse `max_tokens`; older compatible servers know only it.
     let (max_tokens, max_completion_tokens) = match request.max_output_tokens {
         Some(max) if options.reasoning_effort.is_some() => (None, Some(max)),

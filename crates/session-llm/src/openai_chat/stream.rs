@@ -213,8 +213,10 @@ impl ChatParser {
         }
     }
 
-    /// The slot of the call a delta at `index` belongs to, opening one for a new call. A new
-    /// call means the calls before it are done: their arguments are not added to any more.
+    /// The slot of the call a delta at `index` belongs to, opening one for a new call. Calls at
+    /// other indexes stay open: a provider may stream the arguments of parallel calls
+    /// alternately (`index: 0`, `index: 1`, `index: 0`, ...), so a call ends only when its own
+    /// arguments are whole or the content closes, never because another call began (issue 40).
     fn slot(&mut self, index: u32, id: Option<&String>, out: &mut Vec<LlmEvent>) -> usize {
         let found = self.tools.iter().position(|t| t.index == index);
         let found = match found {
@@ -228,10 +230,6 @@ impl ChatParser {
         };
         if let Some(slot) = found {
             return slot;
-        }
-        // A call whose name has not come yet is left open: its name may still follow.
-        for tool in self.tools.iter_mut().filter(|t| t.started) {
-            end_tool(tool, &mut self.any_tool_call, out);
         }
         self.tools.push(ToolCall {
             index,
@@ -344,11 +342,13 @@ fn end_tool(tool: &mut ToolCall, any_tool_call: &mut bool, out: &mut Vec<LlmEven
     });
 }
 
-/// Maps a Chat finish reason; tool calls make `tool-calls` even where a server says `stop`.
+/// Maps a Chat finish reason. A `stop` is stored as the provider gave it even with tool calls,
+/// as OpenCode 1.18.34 stores it (issue 40; the loop goes on for the tool parts, SPEC 12 step
+/// 2); no reason at all with tool calls is `tool-calls`.
 fn finish_reason(reason: Option<&str>, any_tool_call: bool) -> FinishReason {
     match reason {
         Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
-        Some("stop") | None if any_tool_call => FinishReason::ToolCalls,
+        None if any_tool_call => FinishReason::ToolCalls,
         Some("stop") => FinishReason::Stop,
         Some("length") => FinishReason::Length,
         Some("content_filter") => FinishReason::ContentFilter,

@@ -184,8 +184,13 @@ fn tool_choice_in_each_format() {
         body(Api::Gemini, required.clone())["toolConfig"],
         json!({"functionCallingConfig": {"mode": "ANY"}})
     );
-    // Unset means the provider's default: no field at all.
-    assert_eq!(body(Api::OpenAiChat, RequestOptions::default()).get("tool_choice"), None);
+    // Unset: Chat Completions states `auto`, as OpenCode 1.18.34 sends it (issue 40); the
+    // other formats leave the field out (the provider's default).
+    assert_eq!(body(Api::OpenAiChat, RequestOptions::default())["tool_choice"], json!("auto"));
+    assert_eq!(body(Api::OpenAiResponses, RequestOptions::default()).get("tool_choice"), None);
+    let mut bare_chat = request("m", RequestOptions::default());
+    bare_chat.tools.clear();
+    assert_eq!(build_request(Api::OpenAiChat, &bare_chat).unwrap().body.get("tool_choice"), None);
     // Without tools a tool choice is meaningless and some servers reject it.
     let mut bare = request("m", required);
     bare.tools.clear();

@@ -122,9 +122,9 @@ fn spec_1_1_chat_a_prefix_that_is_not_whole_json_does_not_end_a_call() {
 }
 
 #[test]
-fn spec_1_1_chat_empty_arguments_wait_for_the_next_call_or_the_finish() {
-    // Empty arguments are not a whole object: the call stays open until the next call starts
-    // (call a) or the finish reason comes (call b).
+fn spec_1_1_chat_empty_arguments_wait_for_the_finish() {
+    // Empty arguments are not a whole object: the calls stay open until the finish reason
+    // comes; another call starting does not end them (issue 40: providers interleave calls).
     let body = [
         chat_call(0, "call_a", "todo", ""),
         chat_call(1, "call_b", "todo", ""),
@@ -135,19 +135,21 @@ fn spec_1_1_chat_empty_arguments_wait_for_the_next_call_or_the_finish() {
     let events = snapshot("chat-empty-arguments", Api::OpenAiChat, &body);
     let labels = labels(&events);
     assert!(
-        position(&labels, "tool-call:call_a") < position(&labels, "tool-input-start:call_b"),
+        position(&labels, "tool-input-start:call_b") < position(&labels, "tool-call:call_a"),
         "{labels:?}"
     );
-    assert!(position(&labels, "text-start:text-0") < position(&labels, "tool-call:call_b"), "{labels:?}");
+    assert!(position(&labels, "text-start:text-0") < position(&labels, "tool-call:call_a"), "{labels:?}");
     assert_eq!(tool_calls(&events), [("call_a".into(), json!({})), ("call_b".into(), json!({}))]);
 }
 
 #[test]
-fn spec_1_1_chat_invalid_arguments_end_at_the_next_call_and_a_call_is_never_emitted_twice() {
+fn spec_1_1_chat_interleaved_arguments_complete_each_call_and_a_call_is_never_emitted_twice() {
+    // Issue 40 item 9: `index: 0` and `index: 1` stream alternately; each call starts only
+    // when its own arguments are whole.
     let body = [
         chat_call(0, "call_a", "read", "{\"path\": \"a"),
         chat_call(1, "call_b", "read", "{\"path\":\"b\"}"),
-        // Late text for calls already complete is not part of them.
+        // Late text for a call already complete is not part of it.
         chat_args(1, "{\"path\":\"c\"}"),
         chat_args(0, "\"}"),
         chat_finish(),
@@ -155,14 +157,27 @@ fn spec_1_1_chat_invalid_arguments_end_at_the_next_call_and_a_call_is_never_emit
     .concat();
     let events = snapshot("chat-invalid-arguments", Api::OpenAiChat, &body);
     let labels = labels(&events);
-    assert!(
-        position(&labels, "tool-call:call_a") < position(&labels, "tool-input-start:call_b"),
-        "{labels:?}"
-    );
-    // As at the finish today: arguments that are not JSON reach the processor as a string.
+    assert!(position(&labels, "tool-call:call_b") < position(&labels, "tool-call:call_a"), "{labels:?}");
     assert_eq!(
         tool_calls(&events),
-        [("call_a".into(), json!("{\"path\": \"a")), ("call_b".into(), json!({"path": "b"}))]
+        [("call_b".into(), json!({"path": "b"})), ("call_a".into(), json!({"path": "a"}))]
+    );
+}
+
+#[test]
+fn spec_1_1_chat_arguments_never_whole_reach_the_processor_as_text_at_the_finish() {
+    let body = [
+        chat_call(0, "call_a", "read", "{\"path\": \"a"),
+        chat_call(1, "call_b", "read", "{\"path\":\"b\"}"),
+        chat_finish(),
+    ]
+    .concat();
+    let result = replay(Api::OpenAiChat, body.as_bytes());
+    assert_eq!(result.error, None);
+    let events = result.events;
+    assert_eq!(
+        tool_calls(&events),
+        [("call_b".into(), json!({"path": "b"})), ("call_a".into(), json!("{\"path\": \"a"))]
     );
 }
 

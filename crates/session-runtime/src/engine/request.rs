@@ -174,7 +174,10 @@ impl<'a> RequestSources<'a> {
         }
         Ok(LlmRequest {
             model: catalog.id.clone(),
-            system,
+            // One system message, the parts joined by a newline, as OpenCode sends it (issue 40).
+            system: vec![
+                system.iter().filter(|part| !part.is_empty()).cloned().collect::<Vec<_>>().join("\n"),
+            ],
             messages: model_messages,
             tools,
             max_output_tokens: self.max_output_tokens(catalog),

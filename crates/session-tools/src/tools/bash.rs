@@ -46,6 +46,9 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// Raw bytes kept: enough for `MAX_OUTPUT_CHARS` characters of any UTF-8.
 const MAX_KEPT_BYTES: usize = MAX_OUTPUT_CHARS * 4;
 
+/// The output of a command that printed nothing.
+const NO_OUTPUT: &str = "(no output)";
+
 const DESCRIPTION: &str = "Executes a shell command in the workspace (or in workdir) and returns its combined \
 stdout and stderr, with an optional timeout in milliseconds (default 120000, at most 600000). Output longer \
 than 30000 characters is truncated. Commands may run in a sandbox that limits where they can write and \
@@ -66,7 +69,8 @@ pub(crate) struct BashArgs {
     ///
     /// Input: git status
     /// Output: Shows working tree status
-    description: String,
+    // Optional, as OpenCode 1.18.34 offers it: a call without it runs (issue 40).
+    description: Option<String>,
 }
 
 /// The `bash` tool (see the module docs).
@@ -165,7 +169,7 @@ impl BashTool {
         ctx: &ToolContext,
     ) -> Result<ToolSuccess, ToolError> {
         let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
-        let description = Value::String(args.description.clone());
+        let description = args.description.clone().map_or(Value::Null, Value::String);
         // Secrets stay out of what commands (and so the model) can read.
         let env = ctx.shell_env().filter(std::env::vars_os());
         let target =
@@ -284,6 +288,10 @@ impl BashTool {
         }
 
         let (mut output, truncated) = collected.text();
+        if output.is_empty() && !timed_out && !aborted {
+            // What the model reads for a silent command, as OpenCode writes it (issue 40).
+            output.push_str(NO_OUTPUT);
+        }
         if truncated {
             output.push_str("\n\n(Output was truncated due to length limit)");
         }
@@ -302,7 +310,6 @@ impl BashTool {
         let mut metadata = object([
             ("output", Value::String(output.clone())),
             ("exit", exit),
-            ("description", description),
             ("truncated", Value::Bool(truncated)),
         ]);
         let sandbox = match &confinement {
@@ -316,6 +323,7 @@ impl BashTool {
         if aborted {
             metadata.insert("aborted".into(), Value::Bool(true));
         }
-        Ok(ToolSuccess::new(args.description.clone(), output, metadata))
+        // The title is the command, as OpenCode's clients show it (issue 40).
+        Ok(ToolSuccess::new(args.command.clone(), output, metadata))
     }
 }

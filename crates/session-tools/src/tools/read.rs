@@ -38,7 +38,7 @@ pub(crate) struct ReadArgs {
     /// The absolute path to the file or directory to read
     file_path: String,
     /// The line number to start reading from (1-indexed)
-    #[schemars(range(min = 1))]
+    // No minimum: OpenCode 1.18.34 accepts `offset: 0` (read from the start), so do we (issue 40).
     offset: Option<u64>,
     /// The maximum number of lines to read (defaults to 2000)
     #[schemars(range(min = 1))]

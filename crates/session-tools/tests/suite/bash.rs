@@ -31,13 +31,29 @@ async fn wait_for_file(path: &std::path::Path) -> String {
 }
 
 #[tokio::test]
+async fn a_call_without_description_runs_and_silence_reads_no_output() {
+    let fx = Fixture::new();
+    // OpenCode 1.18.34 offers `description` as optional: a call without it runs.
+    let result = fx.run("bash", json!({"command": "true"})).await.unwrap();
+    assert_eq!(result.metadata["exit"], json!(0));
+    assert_eq!(result.output, "(no output)");
+    assert_eq!(result.metadata["output"], json!("(no output)"));
+    assert_eq!(result.title, "true");
+    // Control: a command that prints keeps its own output.
+    let result = fx.run("bash", json!({"command": "printf x"})).await.unwrap();
+    assert_eq!(result.output, "x");
+}
+
+#[tokio::test]
 async fn runs_a_command_and_reports_exit_codes() {
     let fx = Fixture::new();
     let result =
         fx.run("bash", json!({"command": "echo out; echo err >&2", "description": "Echoes"})).await.unwrap();
     assert!(result.output.contains("out\n") && result.output.contains("err\n"), "{}", result.output);
     assert_eq!(result.metadata["exit"], json!(0));
-    assert_eq!(result.title, "Echoes");
+    // The title is the command, as OpenCode 1.18.34 gives it; the description is not metadata.
+    assert_eq!(result.title, "echo out; echo err >&2");
+    assert_eq!(result.metadata.get("description"), None);
     let result = fx.run("bash", json!({"command": "pwd; exit 3", "description": "Fails"})).await.unwrap();
     assert_eq!(result.metadata["exit"], json!(3));
     assert_eq!(result.output.trim(), fx.root.to_str().unwrap());

@@ -106,7 +106,7 @@ async fn builtin_schemas_use_opencode_parameter_names() {
             "type": "object",
             "properties": {
                 "filePath": {"description": "The absolute path to the file or directory to read", "type": "string"},
-                "offset": {"description": "The line number to start reading from (1-indexed)", "type": "integer", "minimum": 1},
+                "offset": {"description": "The line number to start reading from (1-indexed)", "type": "integer", "minimum": 0},
                 "limit": {"description": "The maximum number of lines to read (defaults to 2000)", "type": "integer", "minimum": 1}
             },
             "required": ["filePath"]

@@ -1,0 +1,283 @@
+//! The differences the suite lets pass: those kept on purpose (each an entry of docs/SPEC.md
+//! §17) and those issue 40 found that are not fixed yet. `case` is a case's name or `*`;
+//! `path` a pattern over the difference's path (`*` one segment, a final `**` the rest).
+
+/// Why a difference passes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Why {
+    /// Kept on purpose: the title of its docs/SPEC.md §17 entry.
+    Kept(&'static str),
+    /// Not fixed yet: issue 40's item (or "found by the suite") and what differs.
+    Open(&'static str),
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Kept(title) => write!(f, "kept (SPEC §17 \"{title}\")"),
+            Self::Open(what) => write!(f, "open ({what})"),
+        }
+    }
+}
+
+/// One listed difference.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Allowed {
+    /// The case, or `*` for every case.
+    pub case: &'static str,
+    /// The pattern over the difference's path.
+    pub path: &'static str,
+    /// Why it passes.
+    pub why: Why,
+}
+
+const fn kept(case: &'static str, path: &'static str, title: &'static str) -> Allowed {
+    Allowed { case, path, why: Why::Kept(title) }
+}
+
+const fn open(case: &'static str, path: &'static str, what: &'static str) -> Allowed {
+    Allowed { case, path, why: Why::Open(what) }
+}
+
+/// Differences kept on purpose.
+pub(crate) const KEPT: &[Allowed] = &[
+    kept("*", "stored/info/version", "The program's own version"),
+    kept("*", "sent/*/*/headers/user-agent", "User-Agent names session"),
+    kept("*", "stored/messages/*/parts/*/state/metadata/sandbox", "Command sandbox metadata"),
+    kept("*", "printed/*/lines/*/part/state/metadata/sandbox", "Command sandbox metadata"),
+    kept("*", "sent/main/*/body/tools/*/$schema", "Tool schema notation"),
+    kept("*", "sent/main/*/body/tools/*/properties/*/maximum", "Tool schema notation"),
+];
+
+/// The differences of one case that all come from one open item: everything it stored and
+/// printed, and the messages its later requests carry.
+macro_rules! whole_case {
+    ($case:literal, $what:literal) => {
+        [
+            open($case, "stored/**", $what),
+            open($case, "printed/**", $what),
+            open($case, "sent/main/*/body/messages/**", $what),
+        ]
+    };
+}
+
+/// The differences of a case that all come from one open item, in what it stored and printed.
+macro_rules! stored_and_printed {
+    ($case:literal, $what:literal) => {
+        [open($case, "stored/**", $what), open($case, "printed/**", $what)]
+    };
+}
+
+const ITEM_1: [Allowed; 2] = stored_and_printed!(
+    "first_request_401",
+    "issue 40 item 1: a failed first request stores nothing; --continue finds no session"
+);
+const ITEM_2: [Allowed; 3] = whole_case!(
+    "bash_big_output",
+    "issue 40 item 2: bash keeps the first 30,000 characters, not the tail and a file"
+);
+const ITEM_3: [Allowed; 3] = whole_case!(
+    "invalid_json_arguments",
+    "issue 40 item 3: arguments that are not JSON do not go to the `invalid` tool"
+);
+const ITEM_4: [Allowed; 2] = stored_and_printed!(
+    "reasoning_interleaved",
+    "issue 40 item 4: interleaved reasoning and text make two text parts"
+);
+const ITEM_5_FILTER: [Allowed; 2] =
+    stored_and_printed!("finish_content_filter", "issue 40 item 5: content_filter is no ContentFilterError");
+const ITEM_8_WRITE: [Allowed; 3] =
+    whole_case!("write_file", "issue 40 item 8: write metadata keys and summary.diffs patch");
+const ITEM_8_EDIT: [Allowed; 3] =
+    whole_case!("edit_file", "issue 40 item 8: edit metadata keys, read display and summary.diffs patch");
+const LIST: [Allowed; 3] = whole_case!("list_tool", "issue 40 item 7: `list` is still offered and runs");
+
+/// Differences issue 40 found that are not fixed yet.
+pub(crate) const OPEN: &[Allowed] = &[
+    ITEM_1[0],
+    ITEM_1[1],
+    open(
+        "first_request_401",
+        "sent/main",
+        "issue 40 item 1: --continue finds no session, so no second request",
+    ),
+    open("first_request_400", "stored", "issue 40 item 1: a failed first request stores nothing"),
+    ITEM_2[0],
+    ITEM_2[1],
+    ITEM_2[2],
+    ITEM_3[0],
+    ITEM_3[1],
+    ITEM_3[2],
+    ITEM_4[0],
+    ITEM_4[1],
+    open(
+        "reasoning_sent_back",
+        "sent/main/*/body/messages/*/reasoning_content",
+        "issue 40 item 4: reasoning is not sent back as reasoning_content",
+    ),
+    ITEM_5_FILTER[0],
+    ITEM_5_FILTER[1],
+    open(
+        "cost_over_200k",
+        "stored/messages/*/info/cost",
+        "issue 40 item 6: the context_over_200k price is applied differently",
+    ),
+    open(
+        "cost_over_200k",
+        "stored/messages/*/parts/*/cost",
+        "issue 40 item 6: the context_over_200k price is applied differently",
+    ),
+    open(
+        "cost_over_200k",
+        "printed/*/lines/*/part/cost",
+        "issue 40 item 6: the context_over_200k price is applied differently",
+    ),
+    open(
+        "*",
+        "sent/*/*/headers/x-session-affinity",
+        "issue 40 item 7: no x-session-affinity header (the request sent ahead of the session has no id yet)",
+    ),
+    open(
+        "*",
+        "sent/*/*/headers/x-session-id",
+        "issue 40 item 7: no x-session-id header (the request sent ahead of the session has no id yet)",
+    ),
+    open("*", "sent/main/*/body/tool_names", "issue 40 item 7: `list` and `todoread` offered, `skill` not"),
+    open("*", "sent/main/*/body/tools/list", "issue 40 item 7: `list` is offered"),
+    open("*", "sent/main/*/body/tools/todoread", "issue 40 item 7: `todoread` is offered"),
+    open("*", "sent/main/*/body/tools/skill", "issue 40 item 7: `skill` is not offered"),
+    LIST[0],
+    LIST[1],
+    LIST[2],
+    open(
+        "*",
+        "sent/main/*/body/tools/bash/properties/description",
+        "issue 40 item 3: bash offers `description`, which 1.18.34's schema has not",
+    ),
+    open(
+        "*",
+        "sent/main/*/body/tools/bash/properties/timeout/*",
+        "issue 40 item 3: bash timeout bounds (1.18.34: a positive integer)",
+    ),
+    open(
+        "*",
+        "sent/main/*/body/tools/read/properties/limit/minimum",
+        "issue 40 item 3: read `limit` minimum 1 (1.18.34: 0)",
+    ),
+    open(
+        "*",
+        "sent/main/*/body/tools/task/**",
+        "issue 40 item 3: task schema (1.18.34 has `command`, no additionalProperties)",
+    ),
+    open(
+        "*",
+        "sent/main/*/body/tools/todowrite/**",
+        "issue 40 item 3: todowrite item schema has a description",
+    ),
+    ITEM_8_WRITE[0],
+    ITEM_8_WRITE[1],
+    ITEM_8_WRITE[2],
+    ITEM_8_EDIT[0],
+    ITEM_8_EDIT[1],
+    ITEM_8_EDIT[2],
+    open(
+        "*",
+        "stored/messages/*/parts/*/state/metadata/display",
+        "issue 40 item 8: read has no metadata.display",
+    ),
+    open(
+        "*",
+        "printed/*/lines/*/part/state/metadata/display",
+        "issue 40 item 8: read has no metadata.display",
+    ),
+    open("glob_files", "stored/messages/*/parts/*/state/title", "issue 40 item 8: the glob title"),
+    open("glob_files", "printed/*/lines/*/part/state/title", "issue 40 item 8: the glob title"),
+    open("multi_step", "stored/messages/*/parts/*/state/title", "issue 40 item 8: the glob title"),
+    open("multi_step", "printed/*/lines/*/part/state/title", "issue 40 item 8: the glob title"),
+    open(
+        "grep_matches",
+        "stored/messages/*/parts/*/state/output",
+        "issue 40 item 8: grep's blank line after each match",
+    ),
+    open(
+        "grep_matches",
+        "printed/*/lines/*/part/state/output",
+        "issue 40 item 8: grep's blank line after each match",
+    ),
+    open(
+        "grep_matches",
+        "sent/main/*/body/messages/2/content",
+        "issue 40 item 8: grep's blank line after each match",
+    ),
+    open("*", "stored/info/agent", "issue 40, found by the suite: the session record has no agent"),
+    open("*", "stored/info/cost", "issue 40, found by the suite: the session record has no cost total"),
+    open("*", "stored/info/model", "issue 40, found by the suite: the session record has no model"),
+    open("*", "stored/info/path", "issue 40, found by the suite: the session record has no path"),
+    open(
+        "*",
+        "stored/info/permission",
+        "issue 40, found by the suite: the session record has no permission rules",
+    ),
+    open("*", "stored/info/slug", "issue 40, found by the suite: the session record has no slug"),
+    open("*", "stored/info/tokens", "issue 40, found by the suite: the session record has no token totals"),
+    open(
+        "*",
+        "stored/messages/*/parts/*/state/metadata/tool",
+        "issue 40, found by the suite: an unavailable tool's call carries metadata.tool",
+    ),
+    open(
+        "*",
+        "printed/*/lines/*/part/state/metadata/tool",
+        "issue 40, found by the suite: an unavailable tool's call carries metadata.tool",
+    ),
+    open(
+        "*",
+        "stored/messages/*/parts/*/state/metadata/truncated",
+        "issue 40, found by the suite: metadata.truncated missing where OpenCode sets it",
+    ),
+    open(
+        "*",
+        "printed/*/lines/*/part/state/metadata/truncated",
+        "issue 40, found by the suite: metadata.truncated missing where OpenCode sets it",
+    ),
+    open(
+        "*",
+        "stored/messages/*/parts/*/state/input/error",
+        "issue 40 item 7: the tool list in the unavailable-tool error (the tool set differs)",
+    ),
+    open(
+        "*",
+        "printed/*/lines/*/part/state/input/error",
+        "issue 40 item 7: the tool list in the unavailable-tool error (the tool set differs)",
+    ),
+    open(
+        "*",
+        "stored/messages/*/parts/*/state/output",
+        "issue 40 item 7: the tool list in the unavailable-tool error (the tool set differs)",
+    ),
+    open(
+        "*",
+        "printed/*/lines/*/part/state/output",
+        "issue 40 item 7: the tool list in the unavailable-tool error (the tool set differs)",
+    ),
+    open(
+        "*",
+        "sent/main/*/body/messages/*/tool_calls/*/function/arguments",
+        "issue 40 item 7: the tool list in the unavailable-tool error (the tool set differs)",
+    ),
+    open(
+        "schema_violation",
+        "stored/messages/*/parts/*/state/error",
+        "issue 40 item 3: the schema error's wording",
+    ),
+    open(
+        "schema_violation",
+        "printed/*/lines/*/part/state/error",
+        "issue 40 item 3: the schema error's wording",
+    ),
+    open(
+        "*",
+        "sent/main/*/body/messages/*/content",
+        "issue 40, found by the suite: an assistant turn with only tool calls is sent without `content` (OpenCode: \"\"), and tool results that differ above",
+    ),
+];
