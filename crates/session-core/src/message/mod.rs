@@ -5,6 +5,7 @@
 //!
 //! - `info`: user and assistant messages and their errors;
 //! - `diff`: per-file change counts between two snapshots (summary diffs);
+//! - `patch`: unified diff text in OpenCode's form;
 //! - `part`: the content of each part kind;
 //! - `tool_state`: a tool call part and its state machine;
 //! - here: [`Part`], the union [`PartKind`] and [`MessageWithParts`].
@@ -12,6 +13,7 @@
 mod diff;
 mod info;
 mod part;
+mod patch;
 mod tool_state;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::id::{MessageId, PartId, SessionId};
 
 pub use diff::{FileDiff, FileStatus, diff_totals};
+pub use patch::two_files_patch;
 pub use info::{
     AssistantMessage, AssistantTime, CreatedTime, Message, MessageError, MessagePath, ModelRef, OutputFormat,
     UserMessage, UserSummary,
