@@ -10,8 +10,9 @@ use super::support::Fixture;
 /// The files of the project OpenCode ran in.
 fn project() -> Fixture {
     let fx = Fixture::new();
-    fx.write("src/app.py", "def main():\n    print(\"hello world\")\n\n# hello again\n");
+    // util.py first: glob lists the newest first, and OpenCode listed app.py first.
     fx.write("src/util.py", "x = \"hello\"\n");
+    fx.write("src/app.py", "def main():\n    print(\"hello world\")\n\n# hello again\n");
     fx.write("README.md", "# readme\n");
     let long: String = (1..=30).map(|n| format!("line {n}\n")).collect();
     fx.write("long.txt", long);
@@ -232,4 +233,15 @@ async fn grep_without_a_match_reads_as_opencodes() {
   }
 }
     "##);
+}
+
+/// OpenCode 1.18.34 printed `  Line 2: second hello` with no blank line after it: the file's
+/// last line has no line break, so nothing follows the match.
+#[tokio::test]
+async fn grep_adds_no_blank_line_after_a_last_line_without_a_break() {
+    let fx = project();
+    fx.write("noeol.txt", "hello there\nsecond hello");
+    let result = fx.run("grep", json!({"pattern": "second", "include": "noeol.txt"})).await.unwrap();
+    let root = fx.root.to_string_lossy().into_owned();
+    assert_eq!(result.output.replace(&root, "<root>"), "Found 1 matches\n<root>/noeol.txt:\n  Line 2: second hello");
 }
