@@ -21,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use crate::id::{MessageId, PartId, SessionId};
 
 pub use diff::{FileDiff, FileStatus, diff_totals};
-pub use patch::two_files_patch;
 pub use info::{
     AssistantMessage, AssistantTime, CreatedTime, Message, MessageError, MessagePath, ModelRef, OutputFormat,
     UserMessage, UserSummary,
@@ -30,6 +29,7 @@ pub use part::{
     AgentPart, CompactionPart, FilePart, PartTime, PatchPart, ReasoningPart, RetryPart, SnapshotPart,
     StepFinishPart, StepStartPart, SubtaskPart, TextPart,
 };
+pub use patch::two_files_patch;
 pub(crate) use tool_state::with_provider_executed;
 pub use tool_state::{
     CompletedTime, ErrorTime, RunningTime, TOOL_ABORTED_TEXT, ToolOutput, ToolPart, ToolState, ToolStatus,

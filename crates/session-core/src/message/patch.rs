@@ -108,6 +108,9 @@ mod tests {
     #[test]
     fn a_missing_final_newline_is_marked() {
         let patch = two_files_patch("a", "one", "one\ntwo", None);
-        assert!(patch.ends_with("-one\n\\ No newline at end of file\n+one\n+two\n\\ No newline at end of file\n"), "{patch}");
+        assert!(
+            patch.ends_with("-one\n\\ No newline at end of file\n+one\n+two\n\\ No newline at end of file\n"),
+            "{patch}"
+        );
     }
 }

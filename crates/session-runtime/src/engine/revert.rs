@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
+use session_core::message::diff_totals;
 use session_core::summary::{snapshot_span, stored_diffs};
 use session_core::{FileDiff, Message, MessageId, MessageWithParts, PartId, PartKind, PatchPart, SessionId};
-use session_core::message::diff_totals;
 use session_store::{RevertPoint, RevertRecord, Session, SessionPatch, SessionSummary};
 
 use super::bus::BusEvent;
@@ -78,10 +78,15 @@ impl Runtime {
             SessionSummary { additions, deletions, files, diffs: None }
         });
         let record = RevertRecord { message_id: point.message_id, part_id: point.part_id, snapshot, diff };
-        let patch = SessionPatch { revert: Some(Some(record)), summary: summary.map(Some), ..SessionPatch::default() };
+        let patch = SessionPatch {
+            revert: Some(Some(record)),
+            summary: summary.map(Some),
+            ..SessionPatch::default()
+        };
         let session = self.store.update_session(session_id, patch).await?;
         if let Some(diffs) = reverted {
-            self.bus.publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
+            self.bus
+                .publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
         }
         self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session.clone()) });
         Ok(session)
@@ -139,7 +144,11 @@ impl Runtime {
 
     /// The diffs of the messages from `point` on (the whole message at the point, as
     /// OpenCode takes every message whose id is not before it); `None` without snapshots.
-    async fn reverted_diffs(&self, history: &[MessageWithParts], point: &RevertPoint) -> Option<Vec<FileDiff>> {
+    async fn reverted_diffs(
+        &self,
+        history: &[MessageWithParts],
+        point: &RevertPoint,
+    ) -> Option<Vec<FileDiff>> {
         let (from, to) = snapshot_span(reverted_range(history, &point.message_id))?;
         self.snapshots.diff_trees(from, to).await
     }

@@ -235,13 +235,7 @@ impl SnapshotRepo {
             };
             let file = path.to_string_lossy().into_owned();
             let patch = if binary { None } else { self.patch_text(&file, &delta) };
-            files.push(FileDiff {
-                file,
-                patch,
-                additions,
-                deletions,
-                status: Some(status),
-            });
+            files.push(FileDiff { file, patch, additions, deletions, status: Some(status) });
         }
         files.sort_by(|a, b| a.file.cmp(&b.file));
         Ok(files)
@@ -256,7 +250,8 @@ impl SnapshotRepo {
                 return Some(String::new());
             }
             let blob = self.repo.find_blob(id).ok()?;
-            (blob.size() <= MAX_PATCH_SIDE_BYTES).then(|| String::from_utf8_lossy(blob.content()).into_owned())
+            (blob.size() <= MAX_PATCH_SIDE_BYTES)
+                .then(|| String::from_utf8_lossy(blob.content()).into_owned())
         };
         let old = side(delta.old_file().id())?;
         let new = side(delta.new_file().id())?;

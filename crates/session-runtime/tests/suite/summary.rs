@@ -24,7 +24,8 @@ fn diff(file: &str, additions: u64, deletions: u64, status: FileStatus) -> FileD
 
 /// A user message's summary diffs without their patch text (checked on its own).
 fn user_diffs(message: &MessageWithParts) -> Option<Vec<FileDiff>> {
-    user_patches(message).map(|diffs| diffs.into_iter().map(|diff| FileDiff { patch: None, ..diff }).collect())
+    user_patches(message)
+        .map(|diffs| diffs.into_iter().map(|diff| FileDiff { patch: None, ..diff }).collect())
 }
 
 fn user_patches(message: &MessageWithParts) -> Option<Vec<FileDiff>> {

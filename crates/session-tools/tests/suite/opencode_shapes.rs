@@ -111,7 +111,12 @@ async fn write_of_a_new_file_has_opencodes_metadata_keys() {
 #[tokio::test]
 async fn edit_has_opencodes_metadata_and_patch_text() {
     let fx = project();
-    let shown = shape(&fx, "edit", json!({"filePath": "<root>/src/app.py", "oldString": "hello world", "newString": "howdy world"})).await;
+    let shown = shape(
+        &fx,
+        "edit",
+        json!({"filePath": "<root>/src/app.py", "oldString": "hello world", "newString": "howdy world"}),
+    )
+    .await;
     insta::assert_snapshot!(shown, @r##"
 {
   "title": "src/app.py",
@@ -204,7 +209,8 @@ async fn read_of_a_folder_has_opencodes_display() {
 #[tokio::test]
 async fn write_over_a_file_has_opencodes_metadata_keys() {
     let fx = project();
-    let shown = shape(&fx, "write", json!({"filePath": "<root>/README.md", "content": "# readme\nmore\n"})).await;
+    let shown =
+        shape(&fx, "write", json!({"filePath": "<root>/README.md", "content": "# readme\nmore\n"})).await;
     insta::assert_snapshot!(shown, @r##"
 {
   "title": "README.md",
@@ -243,5 +249,8 @@ async fn grep_adds_no_blank_line_after_a_last_line_without_a_break() {
     fx.write("noeol.txt", "hello there\nsecond hello");
     let result = fx.run("grep", json!({"pattern": "second", "include": "noeol.txt"})).await.unwrap();
     let root = fx.root.to_string_lossy().into_owned();
-    assert_eq!(result.output.replace(&root, "<root>"), "Found 1 matches\n<root>/noeol.txt:\n  Line 2: second hello");
+    assert_eq!(
+        result.output.replace(&root, "<root>"),
+        "Found 1 matches\n<root>/noeol.txt:\n  Line 2: second hello"
+    );
 }
