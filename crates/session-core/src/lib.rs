@@ -44,6 +44,6 @@ pub use message::{
     FileDiff, FilePart, FileStatus, Message, MessageError, MessagePath, MessageWithParts, ModelRef,
     OutputFormat, Part, PartKind, PartTime, PatchPart, ReasoningPart, RetryPart, RunningTime, SnapshotPart,
     StepFinishPart, StepStartPart, SubtaskPart, TextPart, ToolOutput, ToolPart, ToolState, ToolStatus,
-    TransitionError, UserMessage, UserSummary,
+    TransitionError, UserMessage, UserSummary, two_files_patch,
 };
 pub use usage::{CachePrices, CacheTokens, CostTier, ModelCost, Prices, StepUsage, TierBound, TokenUsage};

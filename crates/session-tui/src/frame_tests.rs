@@ -239,3 +239,21 @@ fn a_long_transcript_lays_out_once_and_copies_only_the_visible_rows() {
     let after: Vec<String> = frame(&mut app, 100, 30).lines().take(20).map(str::to_owned).collect();
     assert_eq!(after, before);
 }
+
+/// A write's result has OpenCode's metadata keys, no diff: the transcript shows the content
+/// it wrote instead.
+#[test]
+fn a_write_shows_the_content_it_wrote() {
+    let mut history = fixtures::sample_history();
+    let write = fixtures::completed(
+        "write",
+        serde_json::json!({"filePath": "/work/NOTES.md", "content": "first note line\nsecond note line\n"}),
+        "Wrote file successfully.",
+        serde_json::json!({"diagnostics": {}, "filepath": "/work/NOTES.md", "exists": false, "truncated": false}),
+    );
+    if let Some(answer) = history.last_mut() {
+        answer.parts.insert(3, fixtures::part(2, 9, write));
+    }
+    let shown = frame(&mut app(history), 80, 50);
+    assert!(shown.contains("first note line") && shown.contains("second note line"), "{shown}");
+}

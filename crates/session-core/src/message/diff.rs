@@ -17,14 +17,14 @@ pub enum FileStatus {
 
 /// One changed file: its worktree-relative path and the lines added and deleted.
 ///
-/// Binary files count 0 added and 0 deleted. The unified `patch` text is optional in OpenCode's
-/// shape and this runtime never stores it: a summary stays small however large the change.
+/// Binary files count 0 added and 0 deleted and have no `patch`; OpenCode's clients show the
+/// unified `patch` text of the others (see [`two_files_patch`](super::two_files_patch)).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDiff {
     /// Path relative to the worktree, forward slashes (empty when a record lacks it).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub file: String,
-    /// The unified diff, when a writer stored one (this runtime does not).
+    /// The unified diff in OpenCode's form (none for a binary or very large file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
     /// Lines added.

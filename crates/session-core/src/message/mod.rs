@@ -5,6 +5,7 @@
 //!
 //! - `info`: user and assistant messages and their errors;
 //! - `diff`: per-file change counts between two snapshots (summary diffs);
+//! - `patch`: unified diff text in OpenCode's form;
 //! - `part`: the content of each part kind;
 //! - `tool_state`: a tool call part and its state machine;
 //! - here: [`Part`], the union [`PartKind`] and [`MessageWithParts`].
@@ -12,6 +13,7 @@
 mod diff;
 mod info;
 mod part;
+mod patch;
 mod tool_state;
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,7 @@ pub use part::{
     AgentPart, CompactionPart, FilePart, PartTime, PatchPart, ReasoningPart, RetryPart, SnapshotPart,
     StepFinishPart, StepStartPart, SubtaskPart, TextPart,
 };
+pub use patch::two_files_patch;
 pub(crate) use tool_state::with_provider_executed;
 pub use tool_state::{
     CompletedTime, ErrorTime, RunningTime, TOOL_ABORTED_TEXT, ToolOutput, ToolPart, ToolState, ToolStatus,

@@ -77,12 +77,12 @@ fn external_directory_rules(rules: &mut Ruleset, paths: &AgentPaths) {
 /// The rules every agent starts from: everything allowed, then `doom_loop` and directories
 /// outside the worktree ask, questions and plan switches denied, and `.env` files ask.
 pub fn default_rules(paths: &AgentPaths) -> Ruleset {
-    let mut rules = vec![Rule::new("*", "*", Action::Allow), Rule::new("doom_loop", "*", Action::Ask)];
+    let mut rules = vec![Rule::shorthand("*", Action::Allow), Rule::shorthand("doom_loop", Action::Ask)];
     external_directory_rules(&mut rules, paths);
     rules.extend([
-        Rule::new("question", "*", Action::Deny),
-        Rule::new("plan_enter", "*", Action::Deny),
-        Rule::new("plan_exit", "*", Action::Deny),
+        Rule::shorthand("question", Action::Deny),
+        Rule::shorthand("plan_enter", Action::Deny),
+        Rule::shorthand("plan_exit", Action::Deny),
         // As in the usual .gitignore for Node projects: env files are secrets, examples are not.
         Rule::new("read", "*", Action::Allow),
         Rule::new("read", "*.env", Action::Ask),
@@ -96,11 +96,11 @@ pub fn default_rules(paths: &AgentPaths) -> Ruleset {
 pub fn builtin_agent_rules(agent: BuiltinAgent, paths: &AgentPaths) -> Ruleset {
     match agent {
         BuiltinAgent::Build => {
-            vec![Rule::new("question", "*", Action::Allow), Rule::new("plan_enter", "*", Action::Allow)]
+            vec![Rule::shorthand("question", Action::Allow), Rule::shorthand("plan_enter", Action::Allow)]
         }
         BuiltinAgent::Plan => {
             let mut rules =
-                vec![Rule::new("question", "*", Action::Allow), Rule::new("plan_exit", "*", Action::Allow)];
+                vec![Rule::shorthand("question", Action::Allow), Rule::shorthand("plan_exit", Action::Allow)];
             rules.extend(
                 paths.plans_glob.iter().map(|glob| Rule::new("external_directory", glob, Action::Allow)),
             );
@@ -109,18 +109,18 @@ pub fn builtin_agent_rules(agent: BuiltinAgent, paths: &AgentPaths) -> Ruleset {
             rules.extend(paths.plans_relative_glob.iter().map(|glob| Rule::new("edit", glob, Action::Allow)));
             rules
         }
-        BuiltinAgent::General => vec![Rule::new("todowrite", "*", Action::Deny)],
+        BuiltinAgent::General => vec![Rule::shorthand("todowrite", Action::Deny)],
         BuiltinAgent::Explore => {
-            let mut rules = vec![Rule::new("*", "*", Action::Deny)];
+            let mut rules = vec![Rule::shorthand("*", Action::Deny)];
             rules.extend(
                 ["grep", "glob", "list", "bash", "webfetch", "websearch", "codesearch", "read"]
-                    .map(|tool| Rule::new(tool, "*", Action::Allow)),
+                    .map(|tool| Rule::shorthand(tool, Action::Allow)),
             );
             external_directory_rules(&mut rules, paths);
             rules
         }
         BuiltinAgent::Compaction | BuiltinAgent::Title | BuiltinAgent::Summary => {
-            vec![Rule::new("*", "*", Action::Deny)]
+            vec![Rule::shorthand("*", Action::Deny)]
         }
     }
 }

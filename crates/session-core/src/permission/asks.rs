@@ -384,6 +384,42 @@ mod tests {
         );
     }
 
+    /// The denial OpenCode 1.18.34 wrote (taken from its `opencode export`) for a `read` of
+    /// `secret.txt` under the build agent with the configuration
+    /// `"permission": {"edit": "allow", "read": {"*": "allow", "*secret.txt": "deny"}}`: a rule
+    /// written `"key": "action"` lists `action` before `pattern`, one from a pattern object
+    /// `pattern` before `action`.
+    #[test]
+    fn denied_error_orders_each_rule_as_opencode_built_it() {
+        let config = serde_json::json!({"edit": "allow", "read": {"*": "allow", "*secret.txt": "deny"}});
+        let user = crate::permission::rules_from_config(&config, None).unwrap();
+        let mut rules = crate::permission::default_rules(&crate::permission::AgentPaths::default());
+        rules.extend(user);
+        let relevant: Vec<Rule> = rules
+            .into_iter()
+            .filter(|rule| crate::permission::wildcard_match("read", &rule.permission))
+            .collect();
+        let error = PermissionError::Denied { rules: relevant };
+        let opencode = "The user has specified a rule which prevents you from using this specific tool call. \
+            Here are some of the relevant rules [{\"permission\":\"*\",\"action\":\"allow\",\"pattern\":\"*\"},\
+            {\"permission\":\"read\",\"pattern\":\"*\",\"action\":\"allow\"},\
+            {\"permission\":\"read\",\"pattern\":\"*.env\",\"action\":\"ask\"},\
+            {\"permission\":\"read\",\"pattern\":\"*.env.*\",\"action\":\"ask\"},\
+            {\"permission\":\"read\",\"pattern\":\"*.env.example\",\"action\":\"allow\"},\
+            {\"permission\":\"read\",\"pattern\":\"*\",\"action\":\"allow\"},\
+            {\"permission\":\"read\",\"pattern\":\"*secret.txt\",\"action\":\"deny\"}]";
+        assert_eq!(error.to_string(), opencode);
+    }
+
+    #[test]
+    fn shorthand_rules_equal_their_object_form_and_only_print_differently() {
+        let short = Rule::shorthand("bash", Action::Ask);
+        let entry = Rule::new("bash", "*", Action::Ask);
+        assert_eq!(short, entry);
+        assert_eq!(short.to_json().to_string(), r#"{"permission":"bash","action":"ask","pattern":"*"}"#);
+        assert_eq!(entry.to_json().to_string(), r#"{"permission":"bash","pattern":"*","action":"ask"}"#);
+    }
+
     fn request(permission: &str, pattern: &str) -> PermissionRequest {
         PermissionRequest {
             permission: permission.to_owned(),

@@ -49,7 +49,7 @@ impl fmt::Display for Action {
 }
 
 /// One rule: for permissions matching `permission` and values matching `pattern`, do `action`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Rule {
     /// Wildcard over permission names (a tool name, `edit`, `doom_loop`, ...).
     pub permission: String,
@@ -57,20 +57,56 @@ pub struct Rule {
     pub pattern: String,
     /// What to do on a match.
     pub action: Action,
+    /// Written as `"key": "action"` (the pattern `*` implied) rather than as one entry of a
+    /// `"key": {pattern: action}` object. It changes nothing but the key order of
+    /// [`Rule::to_json`], which OpenCode's clients see in a denial's text; not stored.
+    #[serde(skip)]
+    pub shorthand: bool,
+}
+
+/// Rules are equal when they decide alike: how one was written does not matter.
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        self.permission == other.permission && self.pattern == other.pattern && self.action == other.action
+    }
+}
+
+impl Eq for Rule {}
+
+impl std::hash::Hash for Rule {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.permission.hash(state);
+        self.pattern.hash(state);
+        self.action.hash(state);
+    }
 }
 
 impl Rule {
-    /// A rule from its three parts.
+    /// A rule from its three parts, as one entry of a `"key": {pattern: action}` object.
     pub fn new(permission: impl Into<String>, pattern: impl Into<String>, action: Action) -> Self {
-        Self { permission: permission.into(), pattern: pattern.into(), action }
+        Self { permission: permission.into(), pattern: pattern.into(), action, shorthand: false }
     }
 
-    /// The rule as a JSON object in OpenCode's key order (`permission`, `pattern`, `action`).
+    /// A rule for every value of `permission`, written as `"permission": "action"`.
+    pub fn shorthand(permission: impl Into<String>, action: Action) -> Self {
+        Self { permission: permission.into(), pattern: "*".to_owned(), action, shorthand: true }
+    }
+
+    /// The rule as a JSON object in OpenCode's key order: `permission`, `pattern`, `action`, or
+    /// `permission`, `action`, `pattern` for a [shorthand](Rule::shorthand) rule (OpenCode
+    /// builds that one as `{permission, action, pattern: "*"}`).
     pub fn to_json(&self) -> Value {
         let mut object = JsonObject::new();
         object.insert("permission".to_owned(), Value::String(self.permission.clone()));
-        object.insert("pattern".to_owned(), Value::String(self.pattern.clone()));
-        object.insert("action".to_owned(), Value::String(self.action.as_str().to_owned()));
+        let pattern = Value::String(self.pattern.clone());
+        let action = Value::String(self.action.as_str().to_owned());
+        if self.shorthand {
+            object.insert("action".to_owned(), action);
+            object.insert("pattern".to_owned(), pattern);
+        } else {
+            object.insert("pattern".to_owned(), pattern);
+            object.insert("action".to_owned(), action);
+        }
         Value::Object(object)
     }
 }
@@ -230,7 +266,7 @@ pub fn rules_from_config(config: &Value, home: Option<&str>) -> Result<Ruleset, 
         Value::String(text) => {
             let action = Action::parse(text)
                 .ok_or_else(|| PermissionConfigError::NotAnObject { found: describe(config) })?;
-            return Ok(vec![Rule::new("*", "*", action)]);
+            return Ok(vec![Rule::shorthand("*", action)]);
         }
         other => return Err(PermissionConfigError::NotAnObject { found: describe(other) }),
     };
@@ -242,7 +278,7 @@ pub fn rules_from_config(config: &Value, home: Option<&str>) -> Result<Ruleset, 
                     key: key.clone(),
                     found: describe(value),
                 })?;
-                rules.push(Rule::new(key.clone(), "*", action));
+                rules.push(Rule::shorthand(key.clone(), action));
             }
             Value::Object(patterns) => {
                 for (pattern, action) in patterns {

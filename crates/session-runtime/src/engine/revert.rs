@@ -3,8 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use session_core::{Message, MessageId, MessageWithParts, PartId, PartKind, PatchPart, SessionId};
-use session_store::{RevertPoint, RevertRecord, Session, SessionPatch};
+use session_core::message::diff_totals;
+use session_core::summary::{snapshot_span, stored_diffs};
+use session_core::{FileDiff, Message, MessageId, MessageWithParts, PartId, PartKind, PatchPart, SessionId};
+use session_store::{RevertPoint, RevertRecord, Session, SessionPatch, SessionSummary};
 
 use super::bus::BusEvent;
 use super::error::RuntimeError;
@@ -68,9 +70,24 @@ impl Runtime {
             Some(hash) => self.snapshots.diff(hash).await,
             None => None,
         };
+        // As OpenCode's revert does, the session summary now counts what the reverted range
+        // changed (its first step's tree to its last), and `session.diff` lists it.
+        let reverted = self.reverted_diffs(&history, &point).await;
+        let summary = reverted.as_ref().map(|diffs| {
+            let (additions, deletions, files) = diff_totals(diffs);
+            SessionSummary { additions, deletions, files, diffs: None }
+        });
         let record = RevertRecord { message_id: point.message_id, part_id: point.part_id, snapshot, diff };
-        let patch = SessionPatch { revert: Some(Some(record)), ..SessionPatch::default() };
+        let patch = SessionPatch {
+            revert: Some(Some(record)),
+            summary: summary.map(Some),
+            ..SessionPatch::default()
+        };
         let session = self.store.update_session(session_id, patch).await?;
+        if let Some(diffs) = reverted {
+            self.bus
+                .publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
+        }
         self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session.clone()) });
         Ok(session)
     }
@@ -125,6 +142,17 @@ impl Runtime {
         Ok(guard)
     }
 
+    /// The diffs of the messages from `point` on (the whole message at the point, as
+    /// OpenCode takes every message whose id is not before it); `None` without snapshots.
+    async fn reverted_diffs(
+        &self,
+        history: &[MessageWithParts],
+        point: &RevertPoint,
+    ) -> Option<Vec<FileDiff>> {
+        let (from, to) = snapshot_span(reverted_range(history, &point.message_id))?;
+        self.snapshots.diff_trees(from, to).await
+    }
+
     async fn restore(&self, hash: &str, files: &[String]) -> Result<(), RuntimeError> {
         if files.is_empty() {
             return Ok(());
@@ -164,6 +192,14 @@ pub(super) fn revert_point(
         }
     }
     None
+}
+
+/// The messages from `message_id` to the end of `history`.
+fn reverted_range<'a>(
+    history: &'a [MessageWithParts],
+    message_id: &MessageId,
+) -> impl Iterator<Item = &'a MessageWithParts> {
+    history.iter().skip_while(move |message| message.info.id() != message_id)
 }
 
 /// The patch parts at and after `point`, in history order.

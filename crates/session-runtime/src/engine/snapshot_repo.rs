@@ -12,9 +12,12 @@ use std::path::{Path, PathBuf};
 use git2::{
     Delta, Diff, DiffDelta, DiffFormat, DiffOptions, Index, Oid, Repository, RepositoryInitOptions, Tree,
 };
-use session_core::{FileDiff, FileStatus};
+use session_core::{FileDiff, FileStatus, two_files_patch};
 
 use super::snapshot::MAX_UNTRACKED_BYTES;
+
+/// The largest side of a change whose unified diff a summary keeps (1 MiB).
+const MAX_PATCH_SIDE_BYTES: usize = 1024 * 1024;
 
 /// Set in the snapshot repository's own config once [`LOCAL_CONFIG`] is written, so that an
 /// open of a ready repository writes nothing.
@@ -223,23 +226,36 @@ impl SnapshotRepo {
                 Delta::Deleted => FileStatus::Deleted,
                 _ => FileStatus::Modified,
             };
-            let (additions, deletions) = match git2::Patch::from_diff(&diff, at).map_err(message)? {
+            let (additions, deletions, binary) = match git2::Patch::from_diff(&diff, at).map_err(message)? {
                 Some(patch) if !patch.delta().flags().is_binary() => {
                     let (_, added, deleted) = patch.line_stats().map_err(message)?;
-                    (added as u64, deleted as u64)
+                    (added as u64, deleted as u64, false)
                 }
-                _ => (0, 0),
+                _ => (0, 0, true),
             };
-            files.push(FileDiff {
-                file: path.to_string_lossy().into_owned(),
-                patch: None,
-                additions,
-                deletions,
-                status: Some(status),
-            });
+            let file = path.to_string_lossy().into_owned();
+            let patch = if binary { None } else { self.patch_text(&file, &delta) };
+            files.push(FileDiff { file, patch, additions, deletions, status: Some(status) });
         }
         files.sort_by(|a, b| a.file.cmp(&b.file));
         Ok(files)
+    }
+
+    /// The unified diff of one text file's change as OpenCode writes a summary diff's `patch`
+    /// (an empty header after each name); none when either side is over
+    /// [`MAX_PATCH_SIDE_BYTES`] or cannot be read, so one huge file cannot swell a summary.
+    fn patch_text(&self, file: &str, delta: &git2::DiffDelta<'_>) -> Option<String> {
+        let side = |id: git2::Oid| -> Option<String> {
+            if id.is_zero() {
+                return Some(String::new());
+            }
+            let blob = self.repo.find_blob(id).ok()?;
+            (blob.size() <= MAX_PATCH_SIDE_BYTES)
+                .then(|| String::from_utf8_lossy(blob.content()).into_owned())
+        };
+        let old = side(delta.old_file().id())?;
+        let new = side(delta.new_file().id())?;
+        Some(two_files_patch(file, &old, &new, Some("")))
     }
 
     /// An error when `hash` names no tree of this repository.

@@ -73,7 +73,7 @@ async fn a_session_whose_rules_change_the_tools_does_not_take_the_request_sent_a
     let (server, rig, ahead) = sent_ahead(ONE_ANSWER, "hi").await;
     // The session's own rules disable a tool: the first step offers fewer tools than the
     // request sent ahead, which assumed a session without rules.
-    let deny_read = Rule { permission: "read".into(), pattern: "*".into(), action: Action::Deny };
+    let deny_read = Rule::new("read", "*", Action::Deny);
     let session = rig.runtime.create_session_with_rules(None, vec![deny_read]).await.unwrap();
     let reply = rig.runtime.prompt_with(&session.id, say("hi"), Some(ahead)).await.unwrap();
     assert!(reply.error.is_none(), "{reply:?}");

@@ -22,7 +22,13 @@ fn diff(file: &str, additions: u64, deletions: u64, status: FileStatus) -> FileD
     FileDiff { file: file.into(), additions, deletions, status: Some(status), patch: None }
 }
 
+/// A user message's summary diffs without their patch text (checked on its own).
 fn user_diffs(message: &MessageWithParts) -> Option<Vec<FileDiff>> {
+    user_patches(message)
+        .map(|diffs| diffs.into_iter().map(|diff| FileDiff { patch: None, ..diff }).collect())
+}
+
+fn user_patches(message: &MessageWithParts) -> Option<Vec<FileDiff>> {
     match &message.info {
         Message::User(user) => user.summary.as_ref().map(|summary| summary.diffs.clone()),
         Message::Assistant(_) => None,
@@ -55,13 +61,33 @@ async fn spec_13_summary_diff_counts_additions_and_deletions() {
     let turn_one =
         vec![diff("new.txt", 1, 0, FileStatus::Added), diff("notes.txt", 1, 2, FileStatus::Modified)];
     assert_eq!(user_diffs(&messages[0]), Some(turn_one.clone()));
+    // Each diff carries its patch as OpenCode 1.18.34 stores it on the user message (its
+    // `opencode export` showed this text for a created two-line file: `Index:`, the rule,
+    // names followed by a tab, every range with its length).
+    let patches: Vec<Option<String>> =
+        user_patches(&messages[0]).unwrap().into_iter().map(|diff| diff.patch).collect();
+    assert_eq!(
+        patches,
+        vec![
+            Some(
+                "Index: new.txt\n===================================================================\n\
+                 --- new.txt\t\n+++ new.txt\t\n@@ -0,0 +1,1 @@\n+fresh\n"
+                    .to_owned()
+            ),
+            Some(
+                "Index: notes.txt\n===================================================================\n\
+                 --- notes.txt\t\n+++ notes.txt\t\n@@ -1,2 +1,1 @@\n-alpha\n-beta\n+changed\n"
+                    .to_owned()
+            ),
+        ]
+    );
     let stored = rig.store.get_session(&session.id).await.unwrap();
     assert_eq!(stored.summary, Some(SessionSummary { additions: 2, deletions: 2, files: 2, diffs: None }));
     let mut published = Vec::new();
     while let Ok(event) = events.try_recv() {
         if let BusEvent::SessionDiff { session_id, diff } = event {
             assert_eq!(session_id, session.id);
-            published.push(diff);
+            published.push(diff.into_iter().map(|diff| FileDiff { patch: None, ..diff }).collect::<Vec<_>>());
         }
     }
     assert_eq!(published.last(), Some(&turn_one));
@@ -76,6 +102,22 @@ async fn spec_13_summary_diff_counts_additions_and_deletions() {
     // The session's summary is the net change since its first step.
     let stored = rig.store.get_session(&session.id).await.unwrap();
     assert_eq!(stored.summary, Some(SessionSummary { additions: 3, deletions: 2, files: 2, diffs: None }));
+
+    // Right after a revert of the second turn, the session's summary counts what the revert
+    // took back (OpenCode's revert sets it from the reverted range's diff), and
+    // `session.diff` lists those files.
+    let mut events = rig.runtime.bus().subscribe();
+    let reverted = rig.runtime.revert(&session.id, users[1].info.id(), None).await.unwrap();
+    assert_eq!(reverted.summary, Some(SessionSummary { additions: 1, deletions: 0, files: 1, diffs: None }));
+    let stored = rig.store.get_session(&session.id).await.unwrap();
+    assert_eq!(stored.summary, reverted.summary);
+    let mut published = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let BusEvent::SessionDiff { diff, .. } = event {
+            published.push(diff.into_iter().map(|diff| FileDiff { patch: None, ..diff }).collect::<Vec<_>>());
+        }
+    }
+    assert_eq!(published, vec![vec![diff("notes.txt", 1, 0, FileStatus::Modified)]]);
 
     // The end of the run claimed the day's snapshot housekeeping pass.
     rig.runtime.settle().await;

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use session_core::JsonObject;
+use session_core::two_files_patch;
 use similar::{ChangeTag, TextDiff};
 
 use super::files::{old_text, pin_for_write};
@@ -45,9 +46,11 @@ pub(crate) struct FileDiff {
     pub(crate) deletions: usize,
 }
 
+/// The diff of `old` to `new` as OpenCode's `edit` writes it: `createTwoFilesPatch` text under
+/// the absolute path, no header after the names.
 pub(crate) fn diff(path: &str, old: &str, new: &str) -> FileDiff {
+    let patch = two_files_patch(path, old, new, None);
     let diff = TextDiff::from_lines(old, new);
-    let patch = diff.unified_diff().context_radius(3).header(path, path).to_string();
     let (mut additions, mut deletions) = (0, 0);
     for change in diff.iter_all_changes() {
         match change.tag() {
@@ -130,10 +133,13 @@ impl TypedTool for EditTool {
         .await?;
         let mut pinned = pinned;
         blocking(move || pinned.replace(new_content.as_bytes())).await?;
+        // OpenCode's keys in its order; `truncated` is what its tool wrapper adds to a short
+        // output it did not cut.
         let metadata = object([
             ("diagnostics", Value::Object(JsonObject::new())),
             ("diff", Value::String(file_diff.patch.clone())),
             ("filediff", filediff_json(&shown, &file_diff)),
+            ("truncated", Value::Bool(false)),
         ]);
         ctx.metadata(None, Some(metadata.clone()));
         Ok(ToolSuccess::new(relative, "Edit applied successfully.", metadata))

@@ -53,7 +53,11 @@ impl TypedTool for GlobTool {
         if !search.is_dir() {
             return Err(ToolError::invalid(format!("Not a directory: {}", search.display())));
         }
-        let title = resolved.display(ctx.workspace());
+        // OpenCode's title is the folder relative to the worktree: empty for the worktree itself.
+        let title = match resolved.display(ctx.workspace()) {
+            shown if shown == "." => String::new(),
+            shown => shown,
+        };
         let cancel = ctx.abort().clone();
         let pattern = args.pattern;
         blocking(move || {

@@ -60,7 +60,8 @@ fn search_file(
 ) -> Vec<Hit> {
     let mut hits = Vec::new();
     let sink = Lossy(|line, text: &str| {
-        let text = text.trim_end_matches(['\n', '\r']);
+        // The line keeps its own line break, as ripgrep's JSON hands it to OpenCode: its output
+        // then shows a blank line after each match line that ended in one.
         let (head, long) = cut_chars(text, MAX_LINE_LENGTH);
         let text = if long { format!("{head}...") } else { head.to_owned() };
         hits.push(Hit { path: shown.to_path_buf(), line, text });

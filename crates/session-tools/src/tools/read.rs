@@ -190,6 +190,15 @@ fn list_directory(
     ]
     .join("\n");
     let preview = sliced.iter().take(20).map(|s| s.as_str()).collect::<Vec<_>>().join("\n");
+    // What OpenCode's clients draw the listing from, in its key order.
+    let display = object([
+        ("type", Value::String("directory".into())),
+        ("path", Value::String(shown.to_owned())),
+        ("entries", Value::Array(sliced.iter().map(|entry| Value::String((*entry).clone())).collect())),
+        ("offset", Value::from(offset)),
+        ("totalEntries", Value::from(items.len())),
+        ("truncated", Value::Bool(truncated)),
+    ]);
     Ok(ToolSuccess::new(
         title,
         output,
@@ -197,6 +206,7 @@ fn list_directory(
             ("preview", Value::String(preview)),
             ("truncated", Value::Bool(truncated)),
             ("loaded", Value::Array(Vec::new())),
+            ("display", Value::Object(display)),
         ]),
     ))
 }
@@ -376,6 +386,17 @@ fn read_lines(
     }
     output.push_str("\n</content>");
     let preview = raw.iter().take(20).cloned().collect::<Vec<_>>().join("\n");
+    // What OpenCode's clients draw the file from, in its key order: the lines shown, where
+    // they start and end, and how many lines were counted.
+    let display = object([
+        ("type", Value::String("file".into())),
+        ("path", Value::String(shown.to_owned())),
+        ("text", Value::String(raw.join("\n"))),
+        ("lineStart", Value::from(offset)),
+        ("lineEnd", Value::from(last)),
+        ("totalLines", Value::from(count)),
+        ("truncated", Value::Bool(more || cut)),
+    ]);
     Ok(ToolSuccess::new(
         title,
         output,
@@ -383,6 +404,7 @@ fn read_lines(
             ("preview", Value::String(preview)),
             ("truncated", Value::Bool(more || cut)),
             ("loaded", Value::Array(Vec::new())),
+            ("display", Value::Object(display)),
         ]),
     ))
 }

@@ -1,4 +1,5 @@
-//! `write`: creates or overwrites a file (parent folders created), a diff in the metadata.
+//! `write`: creates or overwrites a file (parent folders created); the diff goes to the
+//! permission ask.
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -6,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use session_core::JsonObject;
 
-use super::edit::{diff, filediff_json};
+use super::edit::diff;
 use super::files::{old_text, pin_for_write};
 use super::{blocking, object};
 use crate::context::ToolContext;
@@ -65,12 +66,13 @@ impl TypedTool for WriteTool {
         Ok(ToolSuccess::new(
             relative,
             "Wrote file successfully.",
+            // OpenCode's keys in its order (no diff: its `write` keeps that for the permission
+            // ask); `truncated` is what its tool wrapper adds to a short output it did not cut.
             object([
                 ("diagnostics", Value::Object(JsonObject::new())),
                 ("filepath", Value::String(shown.clone())),
                 ("exists", Value::Bool(exists)),
-                ("diff", Value::String(file_diff.patch.clone())),
-                ("filediff", filediff_json(&shown, &file_diff)),
+                ("truncated", Value::Bool(false)),
             ]),
         ))
     }

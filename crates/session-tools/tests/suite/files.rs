@@ -174,8 +174,22 @@ async fn write_creates_folders_and_reports_whether_the_file_existed() {
     assert_eq!(result.metadata["exists"], json!(false));
     let result = fx.run("write", json!({"filePath": "deep/er/new.txt", "content": "bye\n"})).await.unwrap();
     assert_eq!(result.metadata["exists"], json!(true));
-    let diff = result.metadata["diff"].as_str().unwrap();
-    assert!(diff.contains("-hello") && diff.contains("+bye"), "{diff}");
+    // As in OpenCode, the diff is the permission ask's, not the result's.
+    assert!(result.metadata.get("diff").is_none(), "{:?}", result.metadata);
+}
+
+#[tokio::test]
+async fn write_asks_with_the_diff_it_will_make() {
+    let asker = super::support::ScriptedAsker::new(|_| Some(session_tools::PermissionAnswer::once()));
+    let mut rules = super::support::build_rules();
+    rules.push(session_core::permission::Rule::new("edit", "*", session_core::permission::Action::Ask));
+    let fx = Fixture::with(asker.clone(), rules, None);
+    fx.write("a.txt", "hello\n");
+    fx.run("write", json!({"filePath": "a.txt", "content": "bye\n"})).await.unwrap();
+    let asked = asker.asked();
+    let diff = asked[0].request.metadata["diff"].as_str().unwrap();
+    assert!(diff.contains("\n-hello\n+bye\n"), "{diff}");
+    assert_eq!(std::fs::read_to_string(fx.root.join("a.txt")).unwrap(), "bye\n");
 }
 
 #[tokio::test]

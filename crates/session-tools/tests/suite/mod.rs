@@ -5,6 +5,7 @@ mod doomloop;
 mod executor;
 mod files;
 mod git_dir;
+mod opencode_shapes;
 mod permission;
 mod races;
 mod sandbox;

@@ -87,7 +87,8 @@ async fn grep_finds_lines_respects_ignores_and_include() {
     let lib = fx.root.join("src/lib.rs");
     let ts = fx.root.join("src/deep/mod.ts");
     let expected = format!(
-        "Found 3 matches\n{}:\n  Line 1: const needle = 'x';\n\n{}:\n  Line 1: pub fn needle() {{}}\n\n{}:\n  Line 2:     let needle = 1;",
+        // Each match line keeps its line break, as OpenCode prints it: a blank line follows.
+        "Found 3 matches\n{}:\n  Line 1: const needle = 'x';\n\n\n{}:\n  Line 1: pub fn needle() {{}}\n\n\n{}:\n  Line 2:     let needle = 1;\n",
         ts.display(),
         lib.display(),
         main.display()

@@ -149,9 +149,15 @@ pub fn tool_rows(part: &Part, tool: &ToolPart, expanded: bool, cx: &RenderContex
         ToolState::Completed { metadata, .. } => metadata.get("diff").and_then(Value::as_str),
         _ => None,
     };
+    let limit = if expanded { MAX_EXPANDED_LINES } else { MAX_COLLAPSED_DIFF };
     if let Some(diff) = diff.filter(|_| matches!(tool.tool.as_str(), "edit" | "write" | "multiedit")) {
-        let limit = if expanded { MAX_EXPANDED_LINES } else { MAX_COLLAPSED_DIFF };
         rows.extend(diff_lines(diff, theme, limit).into_iter().map(|l| (l, id.clone())));
+    } else if tool.tool == "write"
+        && matches!(tool.state, ToolState::Completed { .. })
+        && let Some(content) = input.get("content").and_then(Value::as_str)
+    {
+        // A write's result carries no diff (OpenCode's keys): show what it wrote, as OpenCode does.
+        rows.extend(indented(content, theme.text(), limit).into_iter().map(|l| (l, id.clone())));
     }
     if expanded {
         rows.push((Line::from(Span::styled("    input:", theme.dim())), id.clone()));
