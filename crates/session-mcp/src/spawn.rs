@@ -109,7 +109,7 @@ fn private_folder(dir: &Path) -> std::io::Result<()> {
 /// stderr piped (to the log, never to our stdout), and killed when dropped.
 ///
 /// Without a `cwd` in its config a server starts in the runtime's private folder, with the
-/// project's paths taken out of its inherited search paths ([`keep_project_out`]): a
+/// project's paths taken out of its inherited search paths (`keep_project_out`): a
 /// repository is the model's to write, and `python3 -m pkg` or `npx pkg` started in it would
 /// run the repository's `./pkg` or `node_modules` copy instead of the user's server.
 ///

@@ -114,7 +114,7 @@ const HARDENED_SETTINGS: [&str; 6] = [
 
 /// The `git` command for the repository in `git_dir` (never a project's) with the runtime's
 /// hardening: no `GIT_*` variable inherited (none can point it elsewhere or add config), no
-/// system or global config read, [`HARDENED_SETTINGS`] on the command line, no prompt, no
+/// system or global config read, the hardened settings on the command line, no prompt, no
 /// work tree (it runs in `git_dir` itself), stdin closed and output piped, killed when
 /// dropped. Every `git` process the runtime starts is built here; add `args` and run it.
 ///
