@@ -96,6 +96,9 @@ async fn a_refused_first_request_keeps_the_session_and_continue_goes_on_in_it() 
     assert_eq!(error["name"], "APIError", "{error}");
     assert_eq!(error["data"]["statusCode"], 401, "{error}");
     assert!(error["data"]["message"].as_str().unwrap().contains("Invalid API key"), "{error}");
+    // A turn no step started in changed nothing, and its summaries say so, as OpenCode's do.
+    assert_eq!(messages[0]["info"]["summary"], json!({"diffs": []}), "{document}");
+    assert_eq!(document["info"]["summary"], json!({"additions": 0, "deletions": 0, "files": 0}));
 
     let continued = session(root, &["run", "-m", "mock/m", "-c", "Again"]).await;
     assert!(continued.status.success(), "{}", text(&continued.stderr));
@@ -116,7 +119,13 @@ async fn a_refused_first_request_keeps_the_session_and_continue_goes_on_in_it() 
     assert!(requests.iter().filter(|r| r.kind == RequestKind::Main).count() >= 2);
     for request in &requests {
         for name in SESSION_HEADERS {
-            assert_eq!(request.headers.get(name), Some(&id), "{:?} request {}: {name}", request.kind, request.index);
+            assert_eq!(
+                request.headers.get(name),
+                Some(&id),
+                "{:?} request {}: {name}",
+                request.kind,
+                request.index
+            );
         }
     }
     server.shutdown().await;

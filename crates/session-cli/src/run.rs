@@ -160,8 +160,6 @@ struct RunTotals {
     output: u64,
     /// The last step's context: what it read and wrote, which the next step carries.
     context: u64,
-    /// Whether any step showed anything (text, reasoning, a tool call, a change).
-    produced: bool,
 }
 
 impl RunTotals {
@@ -173,16 +171,11 @@ impl RunTotals {
             let Message::Assistant(assistant) = &message.info else { continue };
             cost += assistant.cost;
             for part in &message.parts {
-                match &part.kind {
-                    PartKind::StepFinish(step) => {
-                        let t = &step.tokens;
-                        totals.input += t.input + t.cache.read + t.cache.write;
-                        totals.output += t.output + t.reasoning;
-                        totals.context = t.input + t.cache.read + t.cache.write + t.output + t.reasoning;
-                    }
-                    PartKind::Text(text) if !text.text.trim().is_empty() => totals.produced = true,
-                    PartKind::Reasoning(_) | PartKind::Tool(_) | PartKind::Patch(_) => totals.produced = true,
-                    _ => {}
+                if let PartKind::StepFinish(step) = &part.kind {
+                    let t = &step.tokens;
+                    totals.input += t.input + t.cache.read + t.cache.write;
+                    totals.output += t.output + t.reasoning;
+                    totals.context = t.input + t.cache.read + t.cache.write + t.output + t.reasoning;
                 }
             }
         }

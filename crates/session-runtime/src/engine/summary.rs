@@ -285,7 +285,11 @@ impl Writer {
     }
 
     /// Stores `diffs`' totals as the session's summary, unless it holds them already.
-    async fn store_totals(&self, session_id: &SessionId, diffs: &[FileDiff]) -> Result<(), session_store::StoreError> {
+    async fn store_totals(
+        &self,
+        session_id: &SessionId,
+        diffs: &[FileDiff],
+    ) -> Result<(), session_store::StoreError> {
         let (additions, deletions, files) = diff_totals(diffs);
         let summary = SessionSummary { additions, deletions, files, diffs: None };
         let session = self.store.get_session(session_id).await?;

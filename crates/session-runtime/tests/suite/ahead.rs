@@ -111,7 +111,11 @@ async fn the_request_sent_ahead_and_every_later_one_name_the_stored_session() {
     assert_eq!(main_requests(&server), 2, "the first step adopted the request sent ahead");
     let stored = rig.store.get_session(&session).await.unwrap().id;
     for n in 0..2 {
-        assert_eq!(named_session(&server, n), [Some(stored.to_string()), Some(stored.to_string())], "request {n}");
+        assert_eq!(
+            named_session(&server, n),
+            [Some(stored.to_string()), Some(stored.to_string())],
+            "request {n}"
+        );
     }
     server.shutdown().await;
 }
