@@ -7,6 +7,7 @@ mod cli;
 mod crash;
 mod demo;
 mod faults;
+mod first_request;
 mod long;
 mod mcp;
 mod opencode_cli;

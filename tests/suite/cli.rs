@@ -227,7 +227,7 @@ async fn issue_26_4_a_local_server_that_is_not_running_fails_at_once_with_the_hi
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_26_5_a_failed_start_leaves_no_session_and_an_error_shows_in_sessions_show() {
+async fn issue_26_5_a_run_that_never_started_leaves_no_session_and_an_error_shows_in_sessions_show() {
     let server =
         TestServer::start(Script::from_json(r#"{"turns": [{"text": "First."}]}"#).unwrap()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -241,12 +241,15 @@ async fn issue_26_5_a_failed_start_leaves_no_session_and_an_error_shows_in_sessi
         output(session(dir.path(), &["run", "-m", "mock/m", "--agent", "nobody", "hi"], &[])).await;
     assert_eq!(unknown_agent.status.code(), Some(1));
     assert!(text(&unknown_agent.stderr).contains("nobody"), "{}", text(&unknown_agent.stderr));
+    assert_eq!(list(dir.path()), "", "a prompt that was never stored leaves no empty session behind");
+    // A start the provider never answered keeps its session: the prompt is not lost (issue 40).
     let closed = format!("http://127.0.0.1:{}/v1", closed_port());
     let refused =
         output(session(dir.path(), &["run", "-m", "mock/m", "--base-url", &closed, "hi"], &[])).await;
     assert_eq!(refused.status.code(), Some(1));
-    assert!(text(&refused.stdout).contains("session: none"), "{}", text(&refused.stdout));
-    assert_eq!(list(dir.path()), "", "no empty session left behind");
+    let kept = session_id(&text(&refused.stdout));
+    assert!(kept.starts_with("ses_"), "{}", text(&refused.stdout));
+    assert!(list(dir.path()).contains(&kept), "the failed start's session is listed");
 
     // A session that exists keeps its failed turn, and `sessions show` says what failed.
     let first = output(session(dir.path(), &["run", "-m", "mock/m", "one"], &[])).await;

@@ -12,7 +12,7 @@ use session_core::{
     Identifier as _, Message, MessageId, PartKind, SessionId, permission::PermissionAsk, permission::Reply,
 };
 pub use session_runtime::{Assembled, RuntimeSetup};
-use session_runtime::{BusEvent, Clock as _, CommandInput, PromptInput, SystemClock};
+use session_runtime::{BusEvent, Clock as _, CommandInput, PromptInput, RequestAhead, SystemClock};
 use session_store::{ListSessions, SessionPatch, Store, StoreOptions};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::{mpsc, oneshot};
@@ -160,8 +160,6 @@ struct RunTotals {
     output: u64,
     /// The last step's context: what it read and wrote, which the next step carries.
     context: u64,
-    /// Whether any step showed anything (text, reasoning, a tool call, a change).
-    produced: bool,
 }
 
 impl RunTotals {
@@ -173,16 +171,11 @@ impl RunTotals {
             let Message::Assistant(assistant) = &message.info else { continue };
             cost += assistant.cost;
             for part in &message.parts {
-                match &part.kind {
-                    PartKind::StepFinish(step) => {
-                        let t = &step.tokens;
-                        totals.input += t.input + t.cache.read + t.cache.write;
-                        totals.output += t.output + t.reasoning;
-                        totals.context = t.input + t.cache.read + t.cache.write + t.output + t.reasoning;
-                    }
-                    PartKind::Text(text) if !text.text.trim().is_empty() => totals.produced = true,
-                    PartKind::Reasoning(_) | PartKind::Tool(_) | PartKind::Patch(_) => totals.produced = true,
-                    _ => {}
+                if let PartKind::StepFinish(step) = &part.kind {
+                    let t = &step.tokens;
+                    totals.input += t.input + t.cache.read + t.cache.write;
+                    totals.output += t.output + t.reasoning;
+                    totals.context = t.input + t.cache.read + t.cache.write + t.output + t.reasoning;
                 }
             }
         }
@@ -293,6 +286,7 @@ async fn pick_session(
     options: &RunOptions,
     runtime: &session_runtime::Runtime,
     store: &Arc<dyn Store>,
+    ahead: Option<&RequestAhead>,
 ) -> Result<(SessionId, bool)> {
     let continued = match (&options.session, options.continue_latest) {
         (Some(id), _) => {
@@ -323,7 +317,11 @@ async fn pick_session(
         }
         Some(id) => (id, false),
         None if options.fork => anyhow::bail!("--fork needs a session to copy: --session ID or --continue"),
-        None => (runtime.create_session(options.title.clone()).await?.id, true),
+        // A new session takes the id its first request, sent ahead, already named.
+        None => {
+            let id = ahead.map(|ahead| ahead.session_id().clone());
+            (runtime.create_session_as(id, options.title.clone(), Vec::new()).await?.id, true)
+        }
     };
     if let Some(title) = options.title.as_ref().filter(|_| !created || options.fork) {
         store
@@ -366,7 +364,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let first = new_session.then_some(&input);
     let Assembled { runtime, store, mcp, ahead, .. } =
         assemble_sending(&setup, Arc::new(asker), first).await?;
-    let (session_id, created) = pick_session(&options, &runtime, &store).await?;
+    let (session_id, created) = pick_session(&options, &runtime, &store, ahead.as_ref()).await?;
     // The messages already there are not this run's: the totals count the run's own.
     let before: HashSet<MessageId> = match created {
         true => HashSet::new(),
@@ -492,15 +490,10 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     };
     let history = store.load_history(&session_id).await?.messages;
     let (totals, cost) = RunTotals::of_run(&history, &before);
-    let discarded = created && reply.error.is_some() && !totals.produced && !interrupted;
-    if discarded {
-        // A failed start (a server that is not running) leaves no empty session behind.
-        discard(store.as_ref(), &session_id).await;
-    }
-    let session = match discarded {
-        true => "none (nothing was produced)".to_owned(),
-        false => session_id.to_string(),
-    };
+    // A failed start (a provider that refused the first request, a server that is not
+    // running) keeps its session: the prompt is stored, the error beside it, and `--continue`
+    // goes on from there, as in OpenCode (issue 40). Nothing the user typed is lost.
+    let session = session_id.to_string();
     // Subagents' costs are their sessions'; the parent's line adds them up.
     let subagents = match children_cost(store.as_ref(), &session_id).await {
         Some(children) => format!(" (with subagents: ${})", (cost + children).round_dp(6).normalize()),

@@ -63,8 +63,8 @@ pub use openai_chat::ChatParser;
 pub use openai_responses::ResponsesParser;
 pub use parser::StreamParser;
 pub use provider::{
-    HttpProvider, Provider, ProviderEndpoint, build_request, call, default_base_url, http_request,
-    package_base_url,
+    HttpProvider, Provider, ProviderEndpoint, SESSION_HEADERS, build_request, call, default_base_url,
+    http_request, package_base_url,
 };
 pub use request::{BuiltRequest, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
 pub use scripted::{

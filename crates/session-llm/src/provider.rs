@@ -129,6 +129,9 @@ pub fn build_request(api: Api, request: &LlmRequest) -> Result<BuiltRequest, Llm
 /// The `User-Agent` of provider requests: `session/<version>`.
 pub const USER_AGENT: &str = concat!("session/", env!("CARGO_PKG_VERSION"));
 
+/// The headers naming the session a request serves ([`LlmRequest::session_id`]).
+pub const SESSION_HEADERS: [&str; 2] = ["x-session-affinity", "x-session-id"];
+
 /// The full HTTP request for `request`: URL, format headers, authentication, extra headers.
 pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<HttpRequest, LlmError> {
     let cannot =
@@ -158,9 +161,17 @@ pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<H
             Api::Gemini => ("x-goog-api-key".to_owned(), key.clone()),
         });
     }
-    if config.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
-        headers.retain(|(name, _)| name != "user-agent");
+    if let Some(session_id) = &request.session_id {
+        // OpenCode 1.18.34 names the session on every request of it (the agent's steps and the
+        // title alike), so a provider or proxy can route and cache a session's requests together.
+        for name in SESSION_HEADERS {
+            headers.push((name.to_owned(), session_id.clone()));
+        }
     }
+    // A configured header replaces ours of the same name.
+    headers.retain(|(name, _)| {
+        !config.headers.iter().any(|(configured, _)| configured.eq_ignore_ascii_case(name))
+    });
     headers.extend(config.headers.iter().cloned());
     Ok(HttpRequest {
         url: format!("{}{}", config.base_url.trim_end_matches('/'), path),
@@ -262,5 +273,49 @@ impl Provider for HttpProvider {
         futures_util::stream::once(async move { call(transport.as_ref(), &config, &request).await })
             .try_flatten()
             .boxed()
+    }
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    fn header<'a>(http: &'a HttpRequest, name: &str) -> Vec<&'a str> {
+        http.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect()
+    }
+
+    fn request(session_id: Option<&str>) -> LlmRequest {
+        LlmRequest { model: "m".into(), session_id: session_id.map(str::to_owned), ..LlmRequest::default() }
+    }
+
+    #[test]
+    fn every_format_names_the_session_in_both_headers() {
+        for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic, Api::Gemini] {
+            let config = ProviderEndpoint::new("p", api, Some("key".into()));
+            let http = http_request(&config, &request(Some("ses_abc"))).unwrap();
+            for name in SESSION_HEADERS {
+                assert_eq!(header(&http, name), ["ses_abc"], "{api:?} {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_of_no_session_names_none() {
+        let config = ProviderEndpoint::new("p", Api::OpenAiChat, None);
+        let http = http_request(&config, &request(None)).unwrap();
+        for name in SESSION_HEADERS {
+            assert!(header(&http, name).is_empty(), "{name}: {:?}", http.headers);
+        }
+    }
+
+    #[test]
+    fn a_configured_header_replaces_ours_and_is_sent_once() {
+        let mut config = ProviderEndpoint::new("p", Api::OpenAiChat, None);
+        config.headers = vec![("X-Session-Id".into(), "mine".into()), ("User-Agent".into(), "me".into())];
+        let http = http_request(&config, &request(Some("ses_abc"))).unwrap();
+        assert_eq!(header(&http, "x-session-id"), ["mine"]);
+        assert_eq!(header(&http, "user-agent"), ["me"]);
+        // The control: the header not configured is still ours.
+        assert_eq!(header(&http, "x-session-affinity"), ["ses_abc"]);
     }
 }

@@ -25,14 +25,19 @@ pub struct LlmRequest {
     pub options: RequestOptions,
     /// Cancels the call and its stream.
     pub cancel: CancellationToken,
+    /// The session the request serves, sent as the `x-session-affinity` and `x-session-id`
+    /// headers (as OpenCode 1.18.34 sends them) so that a provider or a proxy can keep a
+    /// session's requests together; `None` sends neither.
+    pub session_id: Option<String>,
 }
 
 impl LlmRequest {
     /// True when `other` asks the same of the same model: every field but the cancellation.
     pub fn same_call(&self, other: &Self) -> bool {
         // Destructured so that a field added later cannot be left out of the comparison.
-        let Self { model, system, messages, tools, max_output_tokens, options, cancel: _ } = self;
+        let Self { model, system, messages, tools, max_output_tokens, options, cancel: _, session_id } = self;
         *model == other.model
+            && *session_id == other.session_id
             && *system == other.system
             && *messages == other.messages
             && *tools == other.tools
@@ -189,12 +194,14 @@ mod tests {
         let other = request();
         other.cancel.cancel();
         assert!(base.same_call(&other), "another cancellation is the same call");
-        let changes: [fn(&mut LlmRequest); 5] = [
+        let changes: [fn(&mut LlmRequest); 6] = [
             |r| r.model = "n".into(),
             |r| r.system.push("more".into()),
             |r| r.tools.clear(),
             |r| r.max_output_tokens = None,
             |r| r.options.tool_choice = Some(ToolChoice::Required),
+            // Another session's request is another call: its headers name that session.
+            |r| r.session_id = Some("ses_other".into()),
         ];
         for change in changes {
             let mut changed = request();

@@ -6,11 +6,18 @@
 //! history and adopts the stream sent ahead only when the two requests are equal; otherwise
 //! the early request is dropped (its connection closes) and the step sends its own. What the
 //! model answers is handled only after the step's writes, as always.
+//!
+//! The session's id is minted here, before the request leaves, so that the request names its
+//! session in its headers as every later one does (issue 40); the caller creates the session
+//! with that id ([`RequestAhead::session_id`]).
 
-use session_core::{CreatedTime, Message, MessageId, MessageWithParts, Part, PartId, SessionId, UserMessage};
+use session_core::{
+    CreatedTime, IdGenerator, Message, MessageId, MessageWithParts, Part, PartId, SessionId, UserMessage,
+};
 use session_llm::{LlmRequest, LlmStream};
 use tokio_util::sync::CancellationToken;
 
+use super::clock::random_entropy;
 use super::error::RuntimeError;
 use super::request::{RequestSources, StepRequest};
 use super::runtime::PromptInput;
@@ -20,6 +27,8 @@ use super::structured::StructuredOutput;
 /// The first step's provider request of a new session's first prompt, sent before anything
 /// was stored; [`crate::Runtime::prompt_with`] runs the prompt with it.
 pub struct RequestAhead {
+    /// The id the session must be created with for its first step to adopt this request.
+    session_id: SessionId,
     /// The provider it went to.
     provider_id: String,
     /// What was sent.
@@ -31,6 +40,7 @@ pub struct RequestAhead {
 impl std::fmt::Debug for RequestAhead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RequestAhead")
+            .field("session_id", &self.session_id)
             .field("provider_id", &self.provider_id)
             .field("model", &self.request.model)
             .finish_non_exhaustive()
@@ -44,14 +54,16 @@ impl RequestAhead {
         let prompt = sources.resolve_prompt(input)?;
         let provider = sources.provider_for(&prompt.model)?;
         let catalog = sources.model_for(&prompt.model)?;
-        // The ids are placeholders: no request carries them, and the comparison on adoption
-        // would tell if one did.
-        let session_id = SessionId::new_unchecked("ses_ahead");
+        // The session's own id, minted as the store would mint it: the request names it.
+        let now = sources.clock.now_ms();
+        let session_id: SessionId = IdGenerator::new().next(now, &mut random_entropy(now));
+        // The message and part ids are placeholders: no request carries them, and the
+        // comparison on adoption would tell if one did.
         let message_id = MessageId::new_unchecked("msg_ahead");
         let user = UserMessage {
             id: message_id.clone(),
             session_id: session_id.clone(),
-            time: CreatedTime { created: sources.clock.now_ms() },
+            time: CreatedTime { created: now },
             format: input.format.clone(),
             summary: None,
             agent: prompt.agent.name.clone(),
@@ -74,6 +86,7 @@ impl RequestAhead {
         let structured = StructuredOutput::for_format(input.format.as_ref())?;
         let request = sources
             .request(StepRequest {
+                session_id: &session_id,
                 messages: &messages,
                 agent: prompt.agent,
                 model: &prompt.model,
@@ -85,7 +98,13 @@ impl RequestAhead {
             })
             .await?;
         let stream = sent_ahead(provider.client.stream(request.clone()));
-        Ok(Self { provider_id: prompt.model.provider_id, request, stream })
+        Ok(Self { session_id, provider_id: prompt.model.provider_id, request, stream })
+    }
+
+    /// The id to create the session with: the request sent ahead names it, and the first step
+    /// of a session with another id sends its own request.
+    pub fn session_id(&self) -> &SessionId {
+        &self.session_id
     }
 
     /// The stream, when `request` to `provider_id` is the request sent ahead; else `None`, and

@@ -95,6 +95,7 @@ impl Runtime {
             max_output_tokens: self.max_output_tokens(&catalog),
             options: RequestOptions::default(),
             cancel: cancel.child_token(),
+            session_id: Some(session_id.to_string()),
         };
         let processor = self.processor_for(summary.clone(), &catalog, &request.tools);
         let agent =

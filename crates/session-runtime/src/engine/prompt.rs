@@ -307,6 +307,7 @@ impl Runtime {
         let request = self
             .sources()
             .request(StepRequest {
+                session_id,
                 messages: &reminded,
                 agent,
                 model: &model,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use session_core::prompt_loop::{is_last_step, push_max_steps};
 use session_core::{
-    MessageWithParts, ModelRef, PartKind, history::ModelTarget, history::ToModelOptions,
+    MessageWithParts, ModelRef, PartKind, SessionId, history::ModelTarget, history::ToModelOptions,
     history::to_model_messages, permission::disabled_tools,
 };
 use session_llm::{Api, CatalogModel, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
@@ -38,6 +38,8 @@ pub(crate) struct RequestSources<'a> {
 
 /// One step's request, before it is built.
 pub(super) struct StepRequest<'a> {
+    /// The session the step runs in (its requests name it in their headers).
+    pub(super) session_id: &'a SessionId,
     /// The history as the step sends it (reminders applied).
     pub(super) messages: &'a [MessageWithParts],
     /// The agent, with the session's rules applied.
@@ -138,7 +140,8 @@ impl<'a> RequestSources<'a> {
     /// Builds the step's request. Tool sources (MCP servers) start on the first request and
     /// list what changed since.
     pub(super) async fn request(&self, step: StepRequest<'_>) -> Result<LlmRequest, RuntimeError> {
-        let StepRequest { messages, agent, model, provider, catalog, step, structured, cancel } = step;
+        let StepRequest { session_id, messages, agent, model, provider, catalog, step, structured, cancel } =
+            step;
         let target = ModelTarget::new(&model.provider_id, &model.model_id, &catalog.id, &provider.npm);
         let mut model_messages = to_model_messages(messages, &target, &ToModelOptions::default());
         if is_last_step(agent.steps, step) {
@@ -183,6 +186,7 @@ impl<'a> RequestSources<'a> {
             max_output_tokens: self.max_output_tokens(catalog),
             options,
             cancel,
+            session_id: Some(session_id.to_string()),
         })
     }
 }

@@ -224,11 +224,22 @@ impl Runtime {
         title: Option<String>,
         permission: Vec<session_core::permission::Rule>,
     ) -> Result<Session, RuntimeError> {
+        self.create_session_as(None, title, permission).await
+    }
+
+    /// [`Runtime::create_session_with_rules`] with the id `id` when given (the id a request
+    /// sent ahead names, [`crate::RequestAhead::session_id`]), else one the store mints.
+    pub async fn create_session_as(
+        &self,
+        id: Option<SessionId>,
+        title: Option<String>,
+        permission: Vec<session_core::permission::Rule>,
+    ) -> Result<Session, RuntimeError> {
         let directory = self.settings.worktree.to_string_lossy().into_owned();
         let session = self
             .store
             .create_session(NewSession {
-                id: None,
+                id,
                 project_id: directory.clone(),
                 directory,
                 title,

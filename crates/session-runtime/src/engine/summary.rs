@@ -227,14 +227,18 @@ impl Writer {
         let mut turn_diffs = Vec::new();
         for user_id in turns {
             let messages = turn(history, user_id);
-            let Some((from, to)) = snapshot_span(messages.iter().copied()) else { continue };
-            let diffs = match state.remembered(from, to) {
-                Some(diffs) => stored_diffs(diffs.clone()),
-                None => {
-                    let Some(diffs) = self.snapshots.diff_trees(from, to).await else { continue };
-                    computed.push(((from.to_owned(), to.to_owned()), diffs.clone()));
-                    stored_diffs(diffs)
-                }
+            let diffs = match snapshot_span(messages.iter().copied()) {
+                // A turn no step started in (its first request failed) changed nothing: its
+                // diffs are empty, and stored so, as OpenCode stores them (issue 40).
+                None => Vec::new(),
+                Some((from, to)) => match state.remembered(from, to) {
+                    Some(diffs) => stored_diffs(diffs.clone()),
+                    None => {
+                        let Some(diffs) = self.snapshots.diff_trees(from, to).await else { continue };
+                        computed.push(((from.to_owned(), to.to_owned()), diffs.clone()));
+                        stored_diffs(diffs)
+                    }
+                },
             };
             let Some(Message::User(user)) = messages.first().map(|m| &m.info) else { continue };
             if state.turn_diffs.get(user_id) == Some(&diffs)
@@ -259,7 +263,10 @@ impl Writer {
         for ((from, to), diffs) in computed {
             state.remember(&from, &to, &diffs);
         }
-        let Some((from, to)) = span else { return Ok(()) };
+        let Some((from, to)) = span else {
+            // No step of the session started yet: it changed nothing, which its totals say.
+            return self.store_totals(session_id, &[]).await;
+        };
         // The session row already holds this span's totals: the same trees, the same diff.
         if state.session_span.as_ref() == Some(&(from.clone(), to.clone())) {
             return Ok(());
@@ -272,17 +279,29 @@ impl Writer {
                 diffs
             }
         };
-        let (additions, deletions, files) = diff_totals(&diffs);
+        self.store_totals(session_id, &diffs).await?;
+        state.session_span = Some((from, to));
+        Ok(())
+    }
+
+    /// Stores `diffs`' totals as the session's summary, unless it holds them already.
+    async fn store_totals(
+        &self,
+        session_id: &SessionId,
+        diffs: &[FileDiff],
+    ) -> Result<(), session_store::StoreError> {
+        let (additions, deletions, files) = diff_totals(diffs);
         let summary = SessionSummary { additions, deletions, files, diffs: None };
         let session = self.store.get_session(session_id).await?;
         if session.summary.as_ref() != Some(&summary) {
             let patch = SessionPatch { summary: Some(Some(summary)), ..SessionPatch::default() };
             let session = self.store.update_session(session_id, patch).await?;
             self.bus.publish(BusEvent::SessionUpdated { info: Box::new(session) });
-            self.bus
-                .publish(BusEvent::SessionDiff { session_id: session_id.clone(), diff: stored_diffs(diffs) });
+            self.bus.publish(BusEvent::SessionDiff {
+                session_id: session_id.clone(),
+                diff: stored_diffs(diffs.to_vec()),
+            });
         }
-        state.session_span = Some((from, to));
         Ok(())
     }
 }

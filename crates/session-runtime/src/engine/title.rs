@@ -120,6 +120,7 @@ impl TitleJob {
             max_output_tokens: Some(max_output_tokens),
             options: RequestOptions::default(),
             cancel: self.cancel.child_token(),
+            session_id: Some(self.session_id.to_string()),
         };
         let answer = tokio::select! {
             () = self.cancel.cancelled() => return Ok(None),
