@@ -47,6 +47,22 @@ pub fn repair_tool_call(name: &str, offered: &[String]) -> RepairedCall {
     RepairedCall::Invalid(input)
 }
 
+/// The `invalid` input of a call whose arguments are not JSON (`raw`, as the model streamed
+/// them), in OpenCode 1.18.34's words; `None` when they are JSON. The parser's own message
+/// follows `Error message:` (OpenCode's comes from JavaScriptCore, ours from serde_json).
+pub fn invalid_json_input(tool: &str, raw: &str) -> Option<JsonObject> {
+    let error = serde_json::from_str::<Value>(raw).err()?;
+    let mut input = JsonObject::new();
+    input.insert("tool".to_owned(), Value::String(tool.to_owned()));
+    input.insert(
+        "error".to_owned(),
+        Value::String(format!(
+            "Invalid input for tool {tool}: JSON parsing failed: Text: {raw}.\nError message: JSON Parse error: {error}"
+        )),
+    );
+    Some(input)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +99,26 @@ mod tests {
         );
         let keys: Vec<&String> = input.keys().collect();
         assert_eq!(keys, ["tool", "error"], "the input keeps OpenCode's key order");
+    }
+
+    #[test]
+    fn arguments_that_are_not_json_become_a_call_of_invalid_in_opencodes_words() {
+        let Some(input) = invalid_json_input("bash", r#"{"command": "echo hi""#) else {
+            unreachable!("the arguments are cut short")
+        };
+        let keys: Vec<&String> = input.keys().collect();
+        assert_eq!(keys, ["tool", "error"]);
+        assert_eq!(input.get("tool"), Some(&Value::String("bash".into())));
+        let error = input.get("error").and_then(Value::as_str).unwrap_or_default();
+        assert!(
+            error.starts_with(
+                "Invalid input for tool bash: JSON parsing failed: Text: {\"command\": \"echo hi\".\nError message: JSON Parse error: "
+            ),
+            "{error}"
+        );
+        // Arguments that are JSON are left to the schema check.
+        assert_eq!(invalid_json_input("bash", r#"{"command": "echo hi"}"#), None);
+        assert_eq!(invalid_json_input("bash", r#""a string""#), None);
     }
 
     #[test]

@@ -21,7 +21,10 @@ use crate::error::ToolError;
 use crate::registry::ToolRegistry;
 use crate::tool::Tool;
 
-pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, KILL_GRACE, MAX_OUTPUT_CHARS, MAX_TIMEOUT_MS};
+pub use bash::{
+    BashTool, DEFAULT_TIMEOUT_MS, KILL_GRACE, MAX_OUTPUT_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES,
+    MAX_TIMEOUT_MS,
+};
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
