@@ -107,6 +107,57 @@ mod tests {
         }
     }
 
+    /// A schema with each `description` text replaced, as the differential suite compares them.
+    fn without_descriptions(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                for (key, item) in object.iter_mut() {
+                    if key == "description" && item.is_string() {
+                        *item = Value::String("<description>".into());
+                    } else {
+                        without_descriptions(item);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(without_descriptions),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_offered_schemas_are_opencodes() {
+        // OpenCode 1.18.34's, as the differential suite captured them (issue 40), but for its
+        // `$schema` and `maximum` (SPEC 17: "Tool schema notation"): bash has no `description`
+        // and a positive integer `timeout`, read's `limit` has minimum 0, and the todo item
+        // has no description of its own.
+        let offered: Vec<String> = builtin_tools()
+            .iter()
+            .filter(|tool| ["bash", "read", "todowrite"].contains(&tool.name()))
+            .map(|tool| {
+                let mut schema = tool.parameters();
+                without_descriptions(&mut schema);
+                format!("{}: {}", tool.name(), serde_json::to_string_pretty(&schema).unwrap_or_default())
+            })
+            .collect();
+        insta::assert_snapshot!("offered_schemas", offered.join("\n"));
+    }
+
+    #[test]
+    fn the_schemas_take_what_opencode_takes() {
+        let registry = builtin_registry().expect("registry");
+        let args = |value: Value| match value {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        };
+        let takes = |tool: &str, value: Value| registry.validate(tool, &args(value)).is_ok();
+        assert!(takes("bash", serde_json::json!({"command": "ls", "timeout": 1})));
+        assert!(takes("bash", serde_json::json!({"command": "ls", "description": "Lists"})));
+        assert!(!takes("bash", serde_json::json!({"command": "ls", "timeout": 0})), "a positive integer");
+        assert!(!takes("bash", serde_json::json!({"command": "ls", "timeout": 1.5})));
+        assert!(takes("read", serde_json::json!({"filePath": "a", "offset": 0, "limit": 0})));
+        assert!(!takes("read", serde_json::json!({"filePath": "a", "limit": -1})));
+    }
+
     #[test]
     fn builtin_tools_validate_on_first_call() {
         let registry = builtin_registry().expect("registry");
