@@ -471,3 +471,29 @@ impl BashTool {
         Ok(ToolSuccess::new(args.command.clone(), output, metadata))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_is_the_last_lines_or_bytes_as_opencode_cuts_them() {
+        // Within both limits: whole, not cut.
+        assert_eq!(tail("a\nb\n", 3, 100), ("a\nb\n", false));
+        // Three lines are split from "a\nb\n" (the last is empty): two kept.
+        assert_eq!(tail("a\nb\n", 2, 100), ("b\n", true));
+        // Bytes: whole lines only, as many as fit.
+        assert_eq!(tail("aaaa\nbb\ncc", 10, 6), ("bb\ncc", true));
+        // One line longer than the limit keeps its end, from a character boundary.
+        assert_eq!(tail("xxxxé", 10, 2), ("é", true));
+        assert_eq!(tail("xxxxéz", 10, 2), ("z", true));
+    }
+
+    #[test]
+    fn the_metadata_shows_the_last_characters_led_by_dots() {
+        assert_eq!(metadata_tail("short"), "short");
+        let long = "é".repeat(MAX_OUTPUT_CHARS + 3);
+        let shown = metadata_tail(&long);
+        assert_eq!(shown, format!("...\n\n{}", "é".repeat(MAX_OUTPUT_CHARS)));
+    }
+}

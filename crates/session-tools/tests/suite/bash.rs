@@ -252,3 +252,42 @@ async fn asks_bash_with_command_patterns_and_checks_path_arguments() {
     assert!(target.exists());
     assert_eq!(fx.asker.permissions().last().unwrap(), "external_directory");
 }
+
+#[tokio::test]
+async fn the_saved_output_is_read_and_grepped_without_asking_under_opencodes_rules() {
+    use session_core::permission::{AgentPaths, BuiltinAgent, agent_ruleset};
+    let mut fx = Fixture::new();
+    // The runtime's rules (compose/setup.rs), as OpenCode's agents have them: the folder of
+    // saved outputs is reachable without an `external_directory` ask; everything else asks,
+    // and this asker rejects every ask.
+    let paths = AgentPaths {
+        tool_output_glob: Some(format!("{}/tool-output/*", fx.data.display())),
+        ..AgentPaths::default()
+    };
+    fx.ruleset = agent_ruleset(Some(BuiltinAgent::Build), &paths, &[], &[]);
+    let result = fx.run("bash", json!({"command": "seq 1 3000"})).await.unwrap();
+    let saved = result.metadata["outputPath"].as_str().unwrap().to_owned();
+    let read = fx.run("read", json!({"filePath": saved, "offset": 1, "limit": 3})).await.unwrap();
+    assert!(read.output.contains("1: 1\n2: 2\n3: 3"), "{}", read.output);
+    let folder = fx.data.join("tool-output");
+    let grep =
+        fx.run("grep", json!({"pattern": "^2999$", "path": folder.display().to_string()})).await.unwrap();
+    assert!(grep.output.contains("2999"), "{}", grep.output);
+    assert!(fx.asker.asked().is_empty(), "{:?}", fx.asker.permissions());
+    // Only that folder: its parent, the data folder, still asks (and is refused here).
+    std::fs::write(fx.data.join("session.db"), "secret").unwrap();
+    let outside = fx.data.join("tool-output/../session.db").display().to_string();
+    assert!(fx.run("read", json!({"filePath": outside})).await.is_err());
+    assert_eq!(fx.asker.permissions(), ["external_directory"]);
+}
+
+#[tokio::test]
+async fn control_without_the_rule_reading_the_saved_output_asks() {
+    // Control: under the rules without the folder (the default paths), the same read asks
+    // `external_directory`, which this asker refuses.
+    let fx = Fixture::new();
+    let result = fx.run("bash", json!({"command": "seq 1 3000"})).await.unwrap();
+    let saved = result.metadata["outputPath"].as_str().unwrap().to_owned();
+    assert!(fx.run("read", json!({"filePath": saved})).await.is_err());
+    assert_eq!(fx.asker.permissions(), ["external_directory"]);
+}
