@@ -107,7 +107,7 @@ async fn builtin_schemas_use_opencode_parameter_names() {
             "properties": {
                 "filePath": {"description": "The absolute path to the file or directory to read", "type": "string"},
                 "offset": {"description": "The line number to start reading from (1-indexed)", "type": "integer", "minimum": 0},
-                "limit": {"description": "The maximum number of lines to read (defaults to 2000)", "type": "integer", "minimum": 1}
+                "limit": {"description": "The maximum number of lines to read (defaults to 2000)", "type": "integer", "minimum": 0}
             },
             "required": ["filePath"]
         })
@@ -121,7 +121,8 @@ async fn builtin_schemas_use_opencode_parameter_names() {
     assert_eq!(names("grep"), vec!["pattern", "path", "include"]);
     assert_eq!(names("glob"), vec!["pattern", "path"]);
     assert_eq!(names("list"), vec!["path", "ignore"]);
-    assert_eq!(names("bash"), vec!["command", "timeout", "workdir", "description"]);
+    // OpenCode 1.18.34 offers no `description` (a call may still send one).
+    assert_eq!(names("bash"), vec!["command", "timeout", "workdir"]);
     assert_eq!(names("todowrite"), vec!["todos"]);
     let disabled = session_core::permission::disabled_tools(
         registry.names(),
