@@ -227,16 +227,6 @@ pub(crate) const OPEN: &[Allowed] = &[
         "issue 40 item 7: the tool list in the unavailable-tool error (the tool set differs)",
     ),
     open(
-        "schema_violation",
-        "stored/messages/*/parts/*/state/error",
-        "issue 40 item 3: the schema error's wording",
-    ),
-    open(
-        "schema_violation",
-        "printed/*/lines/*/part/state/error",
-        "issue 40 item 3: the schema error's wording",
-    ),
-    open(
         "*",
         "sent/main/*/body/messages/*/content",
         "issue 40, found by the suite: an assistant turn with only tool calls is sent without `content` (OpenCode: \"\"), and tool results that differ above",
