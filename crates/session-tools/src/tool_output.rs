@@ -41,6 +41,11 @@ impl ToolOutputDir {
     /// path; old outputs are cleaned up first.
     pub fn create(&self) -> io::Result<(std::fs::File, PathBuf)> {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
+        // A folder swapped for a symlink would send the output, and the clean-up's removals,
+        // wherever it points.
+        if !std::fs::symlink_metadata(&self.dir)?.file_type().is_dir() {
+            return Err(io::Error::other(format!("{} is not a folder", self.dir.display())));
+        }
         self.clean_up();
         // tempfile creates with O_EXCL and mode 0600; `keep` stops it deleting the file.
         let file = tempfile::Builder::new().prefix(PREFIX).rand_bytes(16).tempfile_in(&self.dir)?;
@@ -99,6 +104,24 @@ mod tests {
         }
         let folder = std::fs::metadata(data.path().join(FOLDER)).unwrap();
         assert_eq!(folder.permissions().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_symlink_gets_no_output_and_loses_nothing() {
+        let data = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let old = elsewhere.path().join("tool_old_but_not_ours");
+        std::fs::write(&old, "keep").unwrap();
+        let long_ago = SystemTime::now() - RETENTION - Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&old).unwrap().set_modified(long_ago).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), data.path().join(FOLDER)).unwrap();
+        let store = ToolOutputDir::in_data_dir(data.path());
+        assert!(store.create().is_err());
+        assert!(old.exists(), "the clean-up did not follow the symlink");
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 1, "nothing was written there");
+        // Control: a real folder in its place takes outputs.
+        std::fs::remove_file(data.path().join(FOLDER)).unwrap();
+        assert!(store.create().is_ok());
     }
 
     #[test]
