@@ -16,6 +16,7 @@ use crate::permission::PermissionEngine;
 use crate::sandbox::Sandbox;
 use crate::shell_env::ShellEnvPolicy;
 use crate::todo::TodoStore;
+use crate::tool_output::ToolOutputDir;
 use crate::workspace::{ResolvedPath, Workspace};
 
 type ProgressFn = dyn Fn(Option<String>, Option<JsonObject>) + Send + Sync;
@@ -75,6 +76,7 @@ pub struct ToolContext {
     todos: Arc<dyn TodoStore>,
     shell_env: Arc<ShellEnvPolicy>,
     sandbox: Sandbox,
+    tool_output: Option<ToolOutputDir>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -115,6 +117,8 @@ pub struct ContextParts {
     pub shell_env: Arc<ShellEnvPolicy>,
     /// How the commands the tools start are confined (this agent's).
     pub sandbox: Sandbox,
+    /// Where whole outputs go when a tool keeps only part of one (none: nowhere).
+    pub tool_output: Option<ToolOutputDir>,
 }
 
 impl ToolContext {
@@ -133,6 +137,7 @@ impl ToolContext {
             todos,
             shell_env,
             sandbox,
+            tool_output,
         } = parts;
         Self {
             session_id,
@@ -147,7 +152,13 @@ impl ToolContext {
             todos,
             shell_env,
             sandbox,
+            tool_output,
         }
+    }
+
+    /// Where whole outputs go when a tool keeps only part of one.
+    pub fn tool_output(&self) -> Option<&ToolOutputDir> {
+        self.tool_output.as_ref()
     }
 
     /// Which environment variables commands inherit.

@@ -16,6 +16,7 @@ use crate::shell_env::ShellEnvPolicy;
 use crate::source::{ToolSource, source_registry};
 use crate::todo::{MemoryTodos, TodoStore};
 use crate::tool::{Tool, ToolSuccess};
+use crate::tool_output::ToolOutputDir;
 use crate::tools::blocking;
 use crate::workspace::Workspace;
 
@@ -77,6 +78,7 @@ pub struct ToolExecutor {
     agent_sandboxes: Vec<(String, SandboxMode, Sandbox)>,
     /// Sessions whose commands run at least this strictly (a subagent's: its parent's mode).
     session_sandboxes: Mutex<HashMap<SessionId, SandboxMode>>,
+    tool_output: Option<ToolOutputDir>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -105,7 +107,15 @@ impl ToolExecutor {
             sandbox: Sandbox::off(),
             agent_sandboxes: Vec::new(),
             session_sandboxes: Mutex::new(HashMap::new()),
+            tool_output: None,
         }
+    }
+
+    /// Saves the whole output of a command whose tail alone the model gets in `tool-output`
+    /// under `data_dir` (see [`ToolOutputDir`]); without it only the tail is kept.
+    pub fn with_tool_output_in(mut self, data_dir: &std::path::Path) -> Self {
+        self.tool_output = Some(ToolOutputDir::in_data_dir(data_dir));
+        self
     }
 
     /// Adds a source of tools that can change while the process runs (MCP servers).
@@ -282,6 +292,7 @@ impl ToolExecutor {
             todos: self.todos.clone(),
             shell_env: self.shell_env.clone(),
             sandbox: self.sandbox_for(&scope.agent, &scope.session_id),
+            tool_output: self.tool_output.clone(),
         });
         let execution = tool.execute(call.input.clone(), &ctx);
         tokio::pin!(execution);

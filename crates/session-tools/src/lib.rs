@@ -39,6 +39,7 @@ mod shell_env;
 mod source;
 mod todo;
 mod tool;
+mod tool_output;
 mod tools;
 mod tracker;
 mod workspace;
@@ -55,10 +56,11 @@ pub use shell_env::{DEFAULT_EXCLUDES, ShellEnvPolicy};
 pub use source::ToolSource;
 pub use todo::{MemoryTodos, Todo, TodoStore};
 pub use tool::{Tool, ToolSuccess, parse_args, schema_for};
+pub use tool_output::ToolOutputDir;
 pub use tools::{
     BashTool, DEFAULT_TIMEOUT_MS, EditTool, GlobTool, GrepTool, KILL_GRACE, ListTool, MAX_LINE_LENGTH,
-    MAX_OUTPUT_CHARS, MAX_READ_BYTES, MAX_TIMEOUT_MS, RESULT_LIMIT, ReadTool, TodoReadTool, TodoWriteTool,
-    WriteTool, builtin_registry, builtin_tools, walk_project,
+    MAX_OUTPUT_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES, MAX_READ_BYTES, MAX_TIMEOUT_MS, RESULT_LIMIT,
+    ReadTool, TodoReadTool, TodoWriteTool, WriteTool, builtin_registry, builtin_tools, walk_project,
 };
 pub use tracker::{CLEANUP_GRACE, CallHandle, CallTracker, Settlement, ToolCompletion, ToolUpdate};
 pub use workspace::{ResolvedPath, Workspace};

@@ -150,13 +150,40 @@ impl ToolRegistry {
                 self.names().into_iter().filter(|n| *n != session_core::processor::INVALID_TOOL).collect();
             return Err(ToolError::UnknownTool { name: name.to_owned(), available: offered.join(", ") });
         };
-        let problems = schema_problems(entry.validator()?, &Value::Object(args.clone()));
-        if problems.is_empty() {
-            Ok(entry.tool.clone())
-        } else {
-            Err(ToolError::InvalidArguments { tool: name.to_owned(), details: problems.join("; ") })
+        match schema_error(entry.validator()?, &Value::Object(args.clone())) {
+            None => Ok(entry.tool.clone()),
+            Some(details) => Err(ToolError::InvalidArguments { tool: name.to_owned(), details }),
         }
     }
+}
+
+/// The first way `instance` breaks the schema of `validator`, in the shape OpenCode 1.18.34's
+/// schema errors take (issue 40): `SchemaError(Missing key\n  at ["filePath"])`. A missing key
+/// is in its words; other problems keep jsonschema's, with the same `at` path.
+fn schema_error(validator: &jsonschema::Validator, instance: &Value) -> Option<String> {
+    use jsonschema::error::ValidationErrorKind;
+    use jsonschema::paths::LocationSegment;
+    let error = validator.iter_errors(instance).next()?;
+    let mut at: String = error
+        .instance_path()
+        .iter()
+        .map(|segment| match segment {
+            LocationSegment::Property(name) => format!("[{}]", Value::String(name.into_owned())),
+            LocationSegment::Index(index) => format!("[{index}]"),
+        })
+        .collect();
+    let message = match error.kind() {
+        ValidationErrorKind::Required { property } => {
+            at.push_str(&format!("[{property}]"));
+            "Missing key".to_owned()
+        }
+        _ => error.to_string(),
+    };
+    Some(if at.is_empty() {
+        format!("SchemaError({message})")
+    } else {
+        format!("SchemaError({message}\n  at {at})")
+    })
 }
 
 /// Each way `instance` breaks the schema of `validator`, led by the dotted path of the field
@@ -169,4 +196,34 @@ pub fn schema_problems(validator: &jsonschema::Validator, instance: &Value) -> V
             if field.is_empty() { error.to_string() } else { format!("{field}: {error}") }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_error_names_the_first_problem_where_opencode_does() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"todos": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"content": {"type": "string"}},
+                "required": ["content"]
+            }}},
+            "required": ["todos"]
+        });
+        let validator = jsonschema::draft7::new(&schema).unwrap();
+        let error = |value| schema_error(&validator, &value);
+        assert_eq!(error(serde_json::json!({})).unwrap(), "SchemaError(Missing key\n  at [\"todos\"])");
+        assert_eq!(
+            error(serde_json::json!({"todos": [{"content": "a"}, {}]})).unwrap(),
+            "SchemaError(Missing key\n  at [\"todos\"][1][\"content\"])"
+        );
+        assert_eq!(
+            error(serde_json::json!({"todos": "x"})).unwrap(),
+            "SchemaError(\"x\" is not of type \"array\"\n  at [\"todos\"])"
+        );
+        assert_eq!(error(serde_json::json!({"todos": []})), None);
+    }
 }

@@ -13,8 +13,12 @@ pub(crate) struct Places {
     pub provider: String,
 }
 
-/// Id prefixes both agents mint (OpenCode's `Identifier` kinds).
-const ID_PREFIXES: [&str; 5] = ["ses_", "msg_", "prt_", "per_", "que_"];
+/// Id prefixes both agents mint (OpenCode's `Identifier` kinds; `tool_` names a saved output).
+const ID_PREFIXES: [&str; 6] = ["ses_", "msg_", "prt_", "per_", "que_", "tool_"];
+
+/// Each agent's data folder under `<home>` (where saved outputs go): the same place, named
+/// after each program.
+const DATA_FOLDERS: [&str; 2] = ["<home>/.local/share/opencode/", "<home>/.local/share/session/"];
 
 /// The value with ids, times, snapshot hashes and the run's folders replaced.
 pub(crate) fn normalize(value: &Value, places: &Places) -> Value {
@@ -57,6 +61,9 @@ pub(crate) fn text_of(text: &str, places: &Places) -> String {
         .replace(&places.project, "<project>")
         .replace(&places.home, "<home>")
         .replace(&places.provider, "<provider>");
+    for folder in DATA_FOLDERS {
+        text = text.replace(folder, "<data>/");
+    }
     for prefix in ID_PREFIXES {
         text = replace_ids(&text, prefix);
     }

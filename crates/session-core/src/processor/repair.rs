@@ -47,6 +47,30 @@ pub fn repair_tool_call(name: &str, offered: &[String]) -> RepairedCall {
     RepairedCall::Invalid(input)
 }
 
+/// The `invalid` input of a call whose arguments are not JSON (`raw`, as the model streamed
+/// them), in OpenCode 1.18.34's words; `None` when they are JSON. The parser's own message
+/// follows `Error message:` (OpenCode's comes from JavaScriptCore, ours from serde_json).
+pub fn invalid_json_input(tool: &str, raw: &str) -> Option<JsonObject> {
+    let error = serde_json::from_str::<Value>(raw).err()?;
+    // JavaScriptCore's words where they are known (an object cut short, the common case when a
+    // stream ends early); serde_json's otherwise.
+    let message = match error.classify() {
+        serde_json::error::Category::Eof if error.to_string().starts_with("EOF while parsing an object") => {
+            "Expected '}'".to_owned()
+        }
+        _ => error.to_string(),
+    };
+    let mut input = JsonObject::new();
+    input.insert("tool".to_owned(), Value::String(tool.to_owned()));
+    input.insert(
+        "error".to_owned(),
+        Value::String(format!(
+            "Invalid input for tool {tool}: JSON parsing failed: Text: {raw}.\nError message: JSON Parse error: {message}"
+        )),
+    );
+    Some(input)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +107,27 @@ mod tests {
         );
         let keys: Vec<&String> = input.keys().collect();
         assert_eq!(keys, ["tool", "error"], "the input keeps OpenCode's key order");
+    }
+
+    #[test]
+    fn arguments_that_are_not_json_become_a_call_of_invalid_in_opencodes_words() {
+        let Some(input) = invalid_json_input("bash", r#"{"command": "echo hi""#) else {
+            unreachable!("the arguments are cut short")
+        };
+        let keys: Vec<&String> = input.keys().collect();
+        assert_eq!(keys, ["tool", "error"]);
+        assert_eq!(input.get("tool"), Some(&Value::String("bash".into())));
+        let error = input.get("error").and_then(Value::as_str).unwrap_or_default();
+        assert_eq!(
+            error,
+            "Invalid input for tool bash: JSON parsing failed: Text: {\"command\": \"echo hi\".\nError message: JSON Parse error: Expected '}'"
+        );
+        let Some(input) = invalid_json_input("read", "{filePath: 1}") else { unreachable!("not JSON") };
+        let error = input.get("error").and_then(Value::as_str).unwrap_or_default();
+        assert!(error.ends_with("JSON Parse error: key must be a string at line 1 column 2"), "{error}");
+        // Arguments that are JSON are left to the schema check.
+        assert_eq!(invalid_json_input("bash", r#"{"command": "echo hi"}"#), None);
+        assert_eq!(invalid_json_input("bash", r#""a string""#), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::protocol::{Effect, Input, ProcessorError, ToolSettlement};
-use super::repair::{INVALID_TOOL, RepairedCall, repair_tool_call};
+use super::repair::{INVALID_TOOL, RepairedCall, invalid_json_input, repair_tool_call};
 use super::state::{Phase, Processor};
 use crate::event::{ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue};
 use crate::js_json::JsonObject;
@@ -25,6 +25,11 @@ impl Processor {
         now: u64,
     ) {
         let index = self.ensure_tool_call(&id, &name, provider_executed, now);
+        // The providers pass arguments that are not JSON on as their text (a string).
+        let unparsed = match &input {
+            Value::String(raw) => Some(raw.clone()),
+            _ => None,
+        };
         let mut input = normalize_tool_input(input);
         let mut name = name;
         if let Some(offered) = &self.config.offered_tools
@@ -37,6 +42,16 @@ impl Processor {
                     name = INVALID_TOOL.to_owned();
                     input = repaired;
                 }
+            }
+            // As OpenCode 1.18.34 does (issue 40): a known tool called with arguments that are
+            // not JSON runs as `invalid`, which tells the model why, instead of failing the
+            // schema check of the tool it named. (A JSON string whose text is not JSON in turn
+            // is taken the same way: the providers' text cannot tell the two apart here.)
+            if name != INVALID_TOOL
+                && let Some(repaired) = unparsed.as_deref().and_then(|raw| invalid_json_input(&name, raw))
+            {
+                name = INVALID_TOOL.to_owned();
+                input = repaired;
             }
         }
         let PartKind::Tool(tool) = &mut self.part_mut(index).kind else { return };

@@ -20,13 +20,22 @@ pub fn configured_agents(
     config: &Config,
     home: Option<&str>,
 ) -> Result<BTreeMap<String, Agent>, ConfigError> {
+    configured_agents_with(config, home, &AgentPaths::default())
+}
+
+/// [`configured_agents`], with `paths` the folders outside the project that every agent may
+/// reach without asking (the runtime's saved tool outputs).
+pub fn configured_agents_with(
+    config: &Config,
+    home: Option<&str>,
+    paths: &AgentPaths,
+) -> Result<BTreeMap<String, Agent>, ConfigError> {
     let user_rules = config.permission_rules(home)?;
-    let paths = AgentPaths::default();
     let mut agents: BTreeMap<String, Agent> = [
-        Agent::build(&user_rules, &paths),
-        Agent::plan(&user_rules, &paths),
-        Agent::general(&user_rules, &paths),
-        Agent::explore(&user_rules, &paths),
+        Agent::build(&user_rules, paths),
+        Agent::plan(&user_rules, paths),
+        Agent::general(&user_rules, paths),
+        Agent::explore(&user_rules, paths),
     ]
     .into_iter()
     .map(|agent| (agent.name.clone(), agent))
@@ -43,7 +52,7 @@ pub fn configured_agents(
         let agent = agents.entry(name.clone()).or_insert_with(|| {
             // A new agent starts from the defaults and the user's rules, like build without
             // build's own rules; its own rules are appended below.
-            let ruleset = agent_ruleset(None, &paths, &user_rules, &[]);
+            let ruleset = agent_ruleset(None, paths, &user_rules, &[]);
             Agent::new(name.clone(), BUILD_PROMPT, ruleset)
         });
         apply(agent, configured, own_rules);

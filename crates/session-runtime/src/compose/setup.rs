@@ -11,10 +11,12 @@ use session_core::ModelRef;
 use session_llm::Catalog;
 use session_mcp::{McpManager, SandboxAt};
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
-use session_tools::{PermissionAsker, PermissionEngine, Sandbox, ToolExecutor, Workspace, builtin_registry};
+use session_tools::{
+    PermissionAsker, PermissionEngine, Sandbox, ToolExecutor, ToolOutputDir, Workspace, builtin_registry,
+};
 
 use super::ComposeError;
-use super::agents::{configured_agents, default_agent};
+use super::agents::{configured_agents_with, default_agent};
 use super::instructions::{InstructionSources, instruction_files, instructions_text};
 use super::models::ConfiguredModels;
 use crate::config::WarningReason;
@@ -257,7 +259,14 @@ pub async fn assemble_sending(
         None => workspace,
     };
     let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
-    let agents = configured_agents(&config, home.as_deref())?;
+    // As OpenCode 1.18.34's agents do, every agent reads and greps the outputs saved in the
+    // data folder without an `external_directory` ask (bash names them when it cuts one).
+    let tool_output = ToolOutputDir::in_data_dir(&setup.data_dir);
+    let paths = session_core::permission::AgentPaths {
+        tool_output_glob: Some(format!("{}/*", tool_output.path().display())),
+        ..Default::default()
+    };
+    let agents = configured_agents_with(&config, home.as_deref(), &paths)?;
     let mut registry = builtin_registry()?;
     let task = Arc::new(TaskTool::new(&agents));
     // Its schema is fixed in code and tested against the meta-schema (engine/task.rs).
@@ -269,6 +278,8 @@ pub async fn assemble_sending(
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
         .with_shell_env(config.shell_env.policy())
         .with_sandbox(sandbox)
+        // Whole outputs of long commands go to the data folder, never the project (issue 40).
+        .with_tool_output_in(&setup.data_dir)
         // The plan agent studies the project: its commands may not change it.
         .with_agent_sandbox("plan", session_tools::SandboxMode::ReadOnly);
     if !mcp.is_empty() {

@@ -106,10 +106,11 @@ impl Tool for TaskTool {
                 "description": {"type": "string", "description": "A short (3-5 words) description of the task"},
                 "prompt": {"type": "string", "description": "The task for the agent to perform"},
                 "subagent_type": {"type": "string", "description": "The type of specialized agent to use for this task"},
-                "task_id": {"type": "string", "description": "Set only to continue an earlier task: the task_id it returned"}
+                "task_id": {"type": "string", "description": "Set only to continue an earlier task: the task_id it returned"},
+                "command": {"type": "string", "description": "The command that triggered this task"}
             },
-            "required": ["description", "prompt", "subagent_type"],
-            "additionalProperties": false
+            // As OpenCode 1.18.34 offers it (issue 40): `command`, and no additionalProperties.
+            "required": ["description", "prompt", "subagent_type"]
         })
     }
 

@@ -21,7 +21,10 @@ use crate::error::ToolError;
 use crate::registry::ToolRegistry;
 use crate::tool::Tool;
 
-pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, KILL_GRACE, MAX_OUTPUT_CHARS, MAX_TIMEOUT_MS};
+pub use bash::{
+    BashTool, DEFAULT_TIMEOUT_MS, KILL_GRACE, MAX_OUTPUT_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES,
+    MAX_TIMEOUT_MS,
+};
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -102,6 +105,57 @@ mod tests {
             assert!(jsonschema::validator_for(&schema).is_ok(), "{}", tool.name());
             assert!(jsonschema::draft7::new(&schema).is_ok(), "{}", tool.name());
         }
+    }
+
+    /// A schema with each `description` text replaced, as the differential suite compares them.
+    fn without_descriptions(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                for (key, item) in object.iter_mut() {
+                    if key == "description" && item.is_string() {
+                        *item = Value::String("<description>".into());
+                    } else {
+                        without_descriptions(item);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(without_descriptions),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_offered_schemas_are_opencodes() {
+        // OpenCode 1.18.34's, as the differential suite captured them (issue 40), but for its
+        // `$schema` and `maximum` (SPEC 17: "Tool schema notation"): bash has no `description`
+        // and a positive integer `timeout`, read's `limit` has minimum 0, and the todo item
+        // has no description of its own.
+        let offered: Vec<String> = builtin_tools()
+            .iter()
+            .filter(|tool| ["bash", "read", "todowrite"].contains(&tool.name()))
+            .map(|tool| {
+                let mut schema = tool.parameters();
+                without_descriptions(&mut schema);
+                format!("{}: {}", tool.name(), serde_json::to_string_pretty(&schema).unwrap_or_default())
+            })
+            .collect();
+        insta::assert_snapshot!("offered_schemas", offered.join("\n"));
+    }
+
+    #[test]
+    fn the_schemas_take_what_opencode_takes() {
+        let registry = builtin_registry().expect("registry");
+        let args = |value: Value| match value {
+            Value::Object(object) => object,
+            _ => JsonObject::new(),
+        };
+        let takes = |tool: &str, value: Value| registry.validate(tool, &args(value)).is_ok();
+        assert!(takes("bash", serde_json::json!({"command": "ls", "timeout": 1})));
+        assert!(takes("bash", serde_json::json!({"command": "ls", "description": "Lists"})));
+        assert!(!takes("bash", serde_json::json!({"command": "ls", "timeout": 0})), "a positive integer");
+        assert!(!takes("bash", serde_json::json!({"command": "ls", "timeout": 1.5})));
+        assert!(takes("read", serde_json::json!({"filePath": "a", "offset": 0, "limit": 0})));
+        assert!(!takes("read", serde_json::json!({"filePath": "a", "limit": -1})));
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub(crate) struct ReadArgs {
     // No minimum: OpenCode 1.18.34 accepts `offset: 0` (read from the start), so do we (issue 40).
     offset: Option<u64>,
     /// The maximum number of lines to read (defaults to 2000)
-    #[schemars(range(min = 1))]
+    // Minimum 0, as OpenCode 1.18.34 offers it (issue 40); a 0 reads one line, like 1.
     limit: Option<u64>,
 }
 

@@ -20,11 +20,20 @@ const READ_DESCRIPTION: &str = "Reads the current session's todo list.";
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TodoWriteArgs {
     /// The updated todo list
+    #[schemars(transform = items_without_description)]
     todos: Vec<Todo>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TodoReadArgs {}
+
+/// OpenCode 1.18.34 offers the todo item without a description of its own (issue 40); the
+/// item's doc comment is for this crate's readers.
+fn items_without_description(schema: &mut schemars::Schema) {
+    if let Some(items) = schema.get_mut("items").and_then(serde_json::Value::as_object_mut) {
+        items.remove("description");
+    }
+}
 
 /// The `todowrite` tool.
 #[derive(Debug, Clone, Copy, Default)]

@@ -126,17 +126,76 @@ async fn cancelling_kills_the_group_and_keeps_the_partial_output() {
     assert_eq!(reports.last().unwrap()["output"], json!("partial\n"), "{reports:?}");
 }
 
+/// The saved file a truncated output names, checked: in the data folder's `tool-output`, not
+/// the workspace, mode 0600, and named in `metadata.outputPath` as in the note.
+fn saved_output(fx: &Fixture, result: &session_tools::ToolSuccess) -> (std::path::PathBuf, String) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::path::PathBuf::from(result.metadata["outputPath"].as_str().unwrap());
+    assert_eq!(path.parent().unwrap(), fx.data.join("tool-output"));
+    assert!(path.file_name().unwrap().to_str().unwrap().starts_with("tool_"));
+    assert!(!path.starts_with(&fx.root));
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let note = format!("...output truncated...\n\nFull output saved to: {}\n\n", path.display());
+    assert!(result.output.starts_with(&note), "{}", &result.output[..200]);
+    let body = result.output[note.len()..].to_owned();
+    (path, body)
+}
+
 #[tokio::test]
-async fn huge_output_is_capped_with_a_notice() {
+async fn past_2000_lines_the_tail_is_kept_and_the_whole_output_saved() {
+    let fx = Fixture::new();
+    let result = fx.run("bash", json!({"command": "seq 1 3000"})).await.unwrap();
+    let (path, body) = saved_output(&fx, &result);
+    // OpenCode 1.18.34's cut: the last 2,000 of the lines split at newlines (the empty one after
+    // the last newline counts), so 1002 to 3000.
+    let expected: String = (1002..=3000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(body, expected);
+    let whole: String = (1..=3000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
+    assert_eq!(result.metadata["truncated"], json!(true));
+    assert_eq!(result.metadata["output"], json!(whole), "clients see the streamed output");
+    assert_eq!(result.metadata["exit"], json!(0));
+    // Control: 2,000 lines are not cut, and nothing is saved.
+    let result = fx.run("bash", json!({"command": "seq 1 1999"})).await.unwrap();
+    assert_eq!(result.output, (1..=1999).map(|n| format!("{n}\n")).collect::<String>());
+    assert_eq!(result.metadata["truncated"], json!(false));
+    assert_eq!(result.metadata.get("outputPath"), None);
+    let saved = std::fs::read_dir(fx.data.join("tool-output")).unwrap().count();
+    assert_eq!(saved, 1, "only the long output was saved");
+}
+
+/// A line of 100 characters.
+const LINE: &str =
+    "0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789";
+
+#[tokio::test]
+async fn past_50_kb_the_tail_is_kept_and_the_whole_output_saved() {
     let fx = Fixture::new();
     let result = fx
-        .run("bash", json!({"command": "yes abcdefgh | head -c 2000000", "description": "Floods"}))
+        .run("bash", json!({"command": format!("yes {LINE} | head -c 2020000"), "description": "Floods"}))
         .await
         .unwrap();
-    assert!(result.output.ends_with("(Output was truncated due to length limit)"));
-    assert!(result.output.chars().count() <= MAX_OUTPUT_CHARS + 60);
+    let (path, body) = saved_output(&fx, &result);
+    // Whole lines (of 101 bytes), as many as 50 KB holds: under 2,000 of them.
+    assert!(body.len() <= session_tools::MAX_OUTPUT_BYTES, "{}", body.len());
+    assert!(body.len() > session_tools::MAX_OUTPUT_BYTES - 101, "{}", body.len());
+    assert!(body.starts_with(LINE) && body.ends_with(&format!("{LINE}\n")));
+    let saved = std::fs::read(&path).unwrap();
+    assert_eq!(saved.len(), 2_020_000, "the file holds the whole output");
+    assert!(saved.starts_with(format!("{LINE}\n{LINE}\n").as_bytes()));
     assert_eq!(result.metadata["truncated"], json!(true));
+    let shown = result.metadata["output"].as_str().unwrap();
+    assert!(shown.starts_with("...\n\n") && shown.chars().count() == MAX_OUTPUT_CHARS + 5);
     assert_eq!(result.metadata["exit"], json!(0));
+}
+
+#[tokio::test]
+async fn one_line_past_50_kb_keeps_its_end() {
+    let fx = Fixture::new();
+    let result = fx.run("bash", json!({"command": "head -c 60000 /dev/zero | tr '\\0' x"})).await.unwrap();
+    let (path, body) = saved_output(&fx, &result);
+    assert_eq!(body, "x".repeat(session_tools::MAX_OUTPUT_BYTES));
+    assert_eq!(std::fs::read(&path).unwrap().len(), 60_000);
 }
 
 #[tokio::test]
@@ -192,4 +251,43 @@ async fn asks_bash_with_command_patterns_and_checks_path_arguments() {
     assert_eq!(error.to_string(), session_core::permission::PERMISSION_REJECTED_TEXT);
     assert!(target.exists());
     assert_eq!(fx.asker.permissions().last().unwrap(), "external_directory");
+}
+
+#[tokio::test]
+async fn the_saved_output_is_read_and_grepped_without_asking_under_opencodes_rules() {
+    use session_core::permission::{AgentPaths, BuiltinAgent, agent_ruleset};
+    let mut fx = Fixture::new();
+    // The runtime's rules (compose/setup.rs), as OpenCode's agents have them: the folder of
+    // saved outputs is reachable without an `external_directory` ask; everything else asks,
+    // and this asker rejects every ask.
+    let paths = AgentPaths {
+        tool_output_glob: Some(format!("{}/tool-output/*", fx.data.display())),
+        ..AgentPaths::default()
+    };
+    fx.ruleset = agent_ruleset(Some(BuiltinAgent::Build), &paths, &[], &[]);
+    let result = fx.run("bash", json!({"command": "seq 1 3000"})).await.unwrap();
+    let saved = result.metadata["outputPath"].as_str().unwrap().to_owned();
+    let read = fx.run("read", json!({"filePath": saved, "offset": 1, "limit": 3})).await.unwrap();
+    assert!(read.output.contains("1: 1\n2: 2\n3: 3"), "{}", read.output);
+    let folder = fx.data.join("tool-output");
+    let grep =
+        fx.run("grep", json!({"pattern": "^2999$", "path": folder.display().to_string()})).await.unwrap();
+    assert!(grep.output.contains("2999"), "{}", grep.output);
+    assert!(fx.asker.asked().is_empty(), "{:?}", fx.asker.permissions());
+    // Only that folder: its parent, the data folder, still asks (and is refused here).
+    std::fs::write(fx.data.join("session.db"), "secret").unwrap();
+    let outside = fx.data.join("tool-output/../session.db").display().to_string();
+    assert!(fx.run("read", json!({"filePath": outside})).await.is_err());
+    assert_eq!(fx.asker.permissions(), ["external_directory"]);
+}
+
+#[tokio::test]
+async fn control_without_the_rule_reading_the_saved_output_asks() {
+    // Control: under the rules without the folder (the default paths), the same read asks
+    // `external_directory`, which this asker refuses.
+    let fx = Fixture::new();
+    let result = fx.run("bash", json!({"command": "seq 1 3000"})).await.unwrap();
+    let saved = result.metadata["outputPath"].as_str().unwrap().to_owned();
+    assert!(fx.run("read", json!({"filePath": saved})).await.is_err());
+    assert_eq!(fx.asker.permissions(), ["external_directory"]);
 }

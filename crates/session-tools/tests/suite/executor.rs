@@ -72,12 +72,16 @@ async fn arguments_failing_the_schema_never_reach_the_tool() {
     assert!(matches!(missing, ToolError::InvalidArguments { .. }));
     let text = missing.to_string();
     assert!(text.starts_with("The counting tool was called with invalid arguments: "), "{text}");
-    assert!(text.contains("\"filePath\" is a required property"), "{text}");
+    // OpenCode 1.18.34's words for a missing key (issue 40).
+    assert!(text.contains("invalid arguments: SchemaError(Missing key\n  at [\"filePath\"])."), "{text}");
     assert!(text.ends_with("Please rewrite the input so it satisfies the expected schema."), "{text}");
     let wrong = run(json!({"filePath": "a", "count": "three"})).await.unwrap_err();
-    assert!(wrong.to_string().contains("count: \"three\" is not of type \"integer\""), "{wrong}");
+    assert!(
+        wrong.to_string().contains("SchemaError(\"three\" is not of type \"integer\"\n  at [\"count\"])"),
+        "{wrong}"
+    );
     let negative = run(json!({"filePath": "a", "count": -1})).await.unwrap_err();
-    assert!(negative.to_string().contains("count: "), "{negative}");
+    assert!(negative.to_string().contains("\n  at [\"count\"])"), "{negative}");
     assert_eq!(runs.load(Ordering::SeqCst), 0, "the tool never ran");
     run(json!({"filePath": "a", "count": 2})).await.unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -107,7 +111,7 @@ async fn builtin_schemas_use_opencode_parameter_names() {
             "properties": {
                 "filePath": {"description": "The absolute path to the file or directory to read", "type": "string"},
                 "offset": {"description": "The line number to start reading from (1-indexed)", "type": "integer", "minimum": 0},
-                "limit": {"description": "The maximum number of lines to read (defaults to 2000)", "type": "integer", "minimum": 1}
+                "limit": {"description": "The maximum number of lines to read (defaults to 2000)", "type": "integer", "minimum": 0}
             },
             "required": ["filePath"]
         })
@@ -121,7 +125,8 @@ async fn builtin_schemas_use_opencode_parameter_names() {
     assert_eq!(names("grep"), vec!["pattern", "path", "include"]);
     assert_eq!(names("glob"), vec!["pattern", "path"]);
     assert_eq!(names("list"), vec!["path", "ignore"]);
-    assert_eq!(names("bash"), vec!["command", "timeout", "workdir", "description"]);
+    // OpenCode 1.18.34 offers no `description` (a call may still send one).
+    assert_eq!(names("bash"), vec!["command", "timeout", "workdir"]);
     assert_eq!(names("todowrite"), vec!["todos"]);
     let disabled = session_core::permission::disabled_tools(
         registry.names(),

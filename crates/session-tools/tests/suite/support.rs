@@ -74,7 +74,10 @@ impl PermissionAsker for ScriptedAsker {
 pub struct Fixture {
     pub _dir: TempDir,
     pub _outside_dir: TempDir,
+    pub _data_dir: TempDir,
     pub root: PathBuf,
+    /// The runtime's data folder (whole command outputs go to its `tool-output`).
+    pub data: PathBuf,
     pub outside: PathBuf,
     pub asker: Arc<ScriptedAsker>,
     pub executor: Arc<ToolExecutor>,
@@ -101,11 +104,17 @@ impl Fixture {
             workspace = workspace.with_home(outside.join(home));
         }
         let engine = Arc::new(PermissionEngine::new(asker.clone()));
-        let executor = Arc::new(ToolExecutor::new(builtin_registry().unwrap(), workspace, engine));
+        let data_dir = tempfile::tempdir().unwrap();
+        let data = std::fs::canonicalize(data_dir.path()).unwrap();
+        let executor = Arc::new(
+            ToolExecutor::new(builtin_registry().unwrap(), workspace, engine).with_tool_output_in(&data),
+        );
         Self {
             _dir: dir,
             _outside_dir: outside_dir,
+            _data_dir: data_dir,
             root,
+            data,
             outside,
             asker,
             executor,
