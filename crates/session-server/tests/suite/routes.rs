@@ -448,24 +448,44 @@ async fn opencode_1_18_creates_sessions_with_their_own_rules_and_reads_paths_and
             "post",
             "/session",
             Some(json!({"title": "t", "agent": "build", "model": {"providerID": "mock", "id": "m"},
-                "permission": [{"permission": "read", "pattern": "*", "action": "deny"}]})),
+                "permission": [{"permission": "read", "pattern": "*.env", "action": "deny"}]})),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let id = body["id"].as_str().unwrap().to_owned();
     assert_eq!(body["slug"], id.trim_start_matches("ses_").to_ascii_lowercase());
-    assert_eq!(body["permission"], json!([{"permission": "read", "pattern": "*", "action": "deny"}]));
+    assert_eq!(body["permission"], json!([{"permission": "read", "pattern": "*.env", "action": "deny"}]));
     let (status, body) = f.api.call("post", "/session", Some(json!({"agent": "nobody"}))).await;
     assert_bad(status, &body, "agent");
     let (status, body) = f.api.call("post", "/session", Some(json!({"workspaceID": "wrk_1"}))).await;
     assert_bad(status, &body, "workspaceID");
 
-    // The session's rule denies the read its agent would ask for: no ask, the call fails.
+    // The session's rule denies the read its agent would ask for: no ask, the call fails. (A
+    // deny of every pattern would leave `read` out of the request, as OpenCode 1.18.34 merges a
+    // session's rules into the agent's before it drops fully denied tools.)
     let body = json!({"parts": [{"type": "text", "text": "read the env"}]});
     let (status, reply) = f.api.call("post", &format!("/session/{id}/message"), Some(body)).await;
     assert_eq!(status, StatusCode::OK, "{reply}");
     let tool = first_tool_part(&f.api, &id).await;
+    assert_eq!(tool["tool"], "read", "{tool}");
     assert_eq!(tool["state"]["status"], "error", "{tool}");
+    let main_requests = || {
+        f.provider.requests().into_iter().filter(|r| r.kind == session_llm::RequestKind::Main).collect::<Vec<_>>()
+    };
+    let offers_read = |request: &session_testkit::RecordedRequest| request.tool_names.iter().any(|n| n == "read");
+    assert!(offers_read(&main_requests()[0]), "a rule for some paths keeps the tool in the request");
+
+    // A session that denies every read is not offered the tool at all.
+    let denied = json!({"permission": [{"permission": "read", "pattern": "*", "action": "deny"}]});
+    let (status, body) = f.api.call("post", "/session", Some(denied)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let closed = body["id"].as_str().unwrap().to_owned();
+    let body = json!({"parts": [{"type": "text", "text": "read the env"}]});
+    let (status, reply) = f.api.call("post", &format!("/session/{closed}/message"), Some(body)).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let requests = main_requests();
+    let last = requests.last().unwrap();
+    assert!(!last.tool_names.is_empty() && !offers_read(last), "{:?}", last.tool_names);
 
     let (status, path) = f.api.call("get", "/path", None).await;
     assert_eq!(status, StatusCode::OK);
