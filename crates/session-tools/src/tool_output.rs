@@ -27,7 +27,7 @@ pub struct ToolOutputDir {
 }
 
 impl ToolOutputDir {
-    /// Outputs saved in [`FOLDER`] under `data_dir` (created on the first save).
+    /// Outputs saved in the `tool-output` folder under `data_dir` (created on the first save).
     pub fn in_data_dir(data_dir: &Path) -> Self {
         Self { dir: data_dir.join(FOLDER) }
     }
