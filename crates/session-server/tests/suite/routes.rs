@@ -470,9 +470,14 @@ async fn opencode_1_18_creates_sessions_with_their_own_rules_and_reads_paths_and
     assert_eq!(tool["tool"], "read", "{tool}");
     assert_eq!(tool["state"]["status"], "error", "{tool}");
     let main_requests = || {
-        f.provider.requests().into_iter().filter(|r| r.kind == session_llm::RequestKind::Main).collect::<Vec<_>>()
+        f.provider
+            .requests()
+            .into_iter()
+            .filter(|r| r.kind == session_llm::RequestKind::Main)
+            .collect::<Vec<_>>()
     };
-    let offers_read = |request: &session_testkit::RecordedRequest| request.tool_names.iter().any(|n| n == "read");
+    let offers_read =
+        |request: &session_testkit::RecordedRequest| request.tool_names.iter().any(|n| n == "read");
     assert!(offers_read(&main_requests()[0]), "a rule for some paths keeps the tool in the request");
 
     // A session that denies every read is not offered the tool at all.
