@@ -262,6 +262,12 @@ async fn opencode_attached_to_session_serve_prints_the_same_shape() {
     // stream some 30-40 ms after connecting: a run that ends sooner prints nothing, whatever
     // the server (docs/http-api.md). Ten chunks of 40 ms keep the run well past that.
     script.chunk_delay = std::time::Duration::from_millis(40);
+    // The first turn waits instead, then streams at once: its text part ends when the model's
+    // stream ends (SPEC 1.1, as in OpenCode), and a paced stream would end after the quick
+    // `bash` call it started, so the tool's line would come first (the differential suite's
+    // `paced_text_and_call` case shows OpenCode doing the same).
+    script.turns[0].delay = std::time::Duration::from_millis(400);
+    script.turns[0].chunk_delay = Some(std::time::Duration::ZERO);
     let prompt = script.prompt.clone().unwrap();
     let server = TestServer::start(script).await.unwrap();
     session_e2e::mock_project(&project, &server.base_url(Api::OpenAiChat), 32_000, 4_000).unwrap();

@@ -53,7 +53,8 @@ pub struct Usage {
     /// Completion tokens, reasoning included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<i64>,
-    /// The provider's own total, passed through unchanged.
+    /// The step's total as the AI SDK gives it: input plus output (SPEC 1.1), not the
+    /// provider's own figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<i64>,
     /// Reasoning tokens inside the output.

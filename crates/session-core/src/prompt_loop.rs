@@ -9,9 +9,9 @@
 use std::borrow::Cow;
 
 use crate::{
-    AssistantMessage, CompactionPart, FinishReason, Message, MessageId, MessageWithParts, PartId, PartKind,
-    TextPart, UserMessage, config::CompactionConfig, history::AssistantContent, history::ModelMessage,
-    overflow::ModelLimit, overflow::is_overflow, processor::Outcome,
+    AssistantMessage, CompactionPart, FinishReason, Message, MessageError, MessageId, MessageWithParts,
+    PartId, PartKind, TextPart, UserMessage, config::CompactionConfig, history::AssistantContent,
+    history::ModelMessage, overflow::ModelLimit, overflow::is_overflow, processor::Outcome,
 };
 
 /// What the loop knows after reading the history (SPEC 12 step 1).
@@ -169,6 +169,17 @@ pub fn after_step(outcome: Outcome, message: &AssistantMessage) -> AfterStep {
         Outcome::Compact => AfterStep::Compact { overflow: message.finish.is_none() },
         Outcome::Continue => AfterStep::Continue,
     }
+}
+
+/// The message of the error a step that ended on the provider's content filter gets.
+pub const CONTENT_FILTER_MESSAGE: &str = "The response was blocked by the provider's content filter";
+
+/// SPEC 12 step 10: the error a finished step gives its message. A `content-filter` finish
+/// on a message without an error is a ContentFilterError, and the run ends with it, as
+/// OpenCode 1.18.34's loop does (issue 40). A structured answer the step captured comes first.
+pub fn finish_error(message: &AssistantMessage) -> Option<MessageError> {
+    (message.error.is_none() && message.finish == Some(FinishReason::ContentFilter))
+        .then(|| MessageError::ContentFilterError { message: CONTENT_FILTER_MESSAGE.to_owned() })
 }
 
 /// How a step of a structured-output run settles (SPEC 12 step 10).
@@ -541,6 +552,29 @@ mod tests {
         for (outcome, message, expected) in rows {
             assert_eq!(after_step(outcome, message), expected, "{outcome:?}");
         }
+    }
+
+    #[test]
+    fn a_content_filter_finish_is_a_content_filter_error() {
+        let filtered = assistant_info(2, Some(FinishReason::ContentFilter));
+        assert_eq!(
+            finish_error(&filtered),
+            Some(MessageError::ContentFilterError { message: CONTENT_FILTER_MESSAGE.to_owned() })
+        );
+        let json = serde_json::to_value(finish_error(&filtered)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "ContentFilterError",
+                "data": {"message": "The response was blocked by the provider's content filter"}})
+        );
+        let mut errored = filtered.clone();
+        errored.error = Some(MessageError::UnknownError { message: "x".to_owned() });
+        for finish in
+            [None, Some(FinishReason::Stop), Some(FinishReason::ToolCalls), Some(FinishReason::Length)]
+        {
+            assert_eq!(finish_error(&assistant_info(2, finish)), None, "{finish:?}");
+        }
+        assert_eq!(finish_error(&errored), None, "an error already there stays");
     }
 
     #[test]

@@ -430,7 +430,8 @@ fn days_in_month(year: i64, month: i64) -> i64 {
 /// The hosted-service upsell actions of OpenCode are out of scope, so only the message is returned.
 pub fn retryable(error: &MessageError, config: Option<&RetryConfig>) -> Option<String> {
     match error {
-        MessageError::ContextOverflowError { .. } => None,
+        // A blocked answer is the provider's verdict on the content: asking again gets the same.
+        MessageError::ContextOverflowError { .. } | MessageError::ContentFilterError { .. } => None,
         MessageError::ApiError { message, status_code, is_retryable, response_body, metadata, .. } => {
             let code = metadata.as_ref().and_then(|metadata| metadata.get("code"));
             if code.is_some_and(|code| code == RETRY_UNSAFE_CODE || code == LOCAL_REFUSED_CODE) {

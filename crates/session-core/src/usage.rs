@@ -123,6 +123,12 @@ impl ModelCost {
         Prices { input: self.input, output: self.output, cache: self.cache }
     }
 
+    /// `prices` alone, without tiers or an over-200K set: the cost OpenCode 1.18.34 builds for
+    /// a model the user's config lists (SPEC 5 "Configured models").
+    pub fn flat(prices: Prices) -> Self {
+        Self { input: prices.input, output: prices.output, cache: prices.cache, ..Self::default() }
+    }
+
     /// The prices that apply to a step whose raw inclusive input is `raw_input` tokens.
     pub fn prices_for(&self, raw_input: u64) -> Prices {
         // Among equal sizes the first listed tier wins, as OpenCode's stable sort keeps it first.

@@ -32,6 +32,17 @@ pub(crate) fn count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option
     })
 }
 
+/// The total the AI SDK gives a step (SPEC 1.1): input plus output, a missing one counting 0,
+/// absent when both are. A provider's own `total_tokens` is not used, as OpenCode 1.18.34
+/// stores this sum whatever the provider reports (issue 40).
+pub(crate) fn sdk_total(input: Option<i64>, output: Option<i64>) -> Option<i64> {
+    match (input, output) {
+        (None, None) => None,
+        // Saturating: counts come from the wire, and no sum may overflow (a panic in debug).
+        (input, output) => Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0))),
+    }
+}
+
 /// `Some(usage)` unless no field is set (SPEC 1.1: an empty usage is absent).
 pub(crate) fn non_empty(usage: Usage) -> Option<Usage> {
     (!usage.is_empty()).then_some(usage)
@@ -154,6 +165,14 @@ mod tests {
     fn counts_are_lenient() {
         let counts: Counts = serde_json::from_str(r#"{"a":3,"b":2.9,"c":null,"d":"x"}"#).unwrap();
         assert_eq!((counts.a, counts.b, counts.c, counts.d), (Some(3), Some(2), None, None));
+    }
+
+    #[test]
+    fn the_total_is_input_plus_output() {
+        assert_eq!(sdk_total(None, None), None);
+        assert_eq!(sdk_total(Some(1000), Some(20)), Some(1020));
+        assert_eq!(sdk_total(None, Some(20)), Some(20));
+        assert_eq!(sdk_total(Some(i64::MAX), Some(1)), Some(i64::MAX));
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub use catalog::{
 pub use decode::{Api, EventDecoder, Replay, UnknownApi, replay};
 pub use error::{LlmError, ProviderApiError, TransportError, api_failure};
 pub use gemini::GeminiParser;
-pub use openai_chat::ChatParser;
+pub use openai_chat::{ChatParser, chat_reasoning_field};
 pub use openai_responses::ResponsesParser;
 pub use parser::StreamParser;
 pub use provider::{

@@ -75,6 +75,10 @@ pub struct RequestOptions {
     pub cache_control: bool,
     /// Whether the model must, may or must not call a tool (sent only with tools).
     pub tool_choice: Option<ToolChoice>,
+    /// Chat Completions: the assistant-message field a turn's reasoning goes back in
+    /// ([`chat_reasoning_field`](crate::chat_reasoning_field) of the provider's package);
+    /// `None` sends no reasoning back.
+    pub reasoning_field: Option<&'static str>,
 }
 
 /// Whether the model must call a tool, as each format says it.

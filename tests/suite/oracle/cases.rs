@@ -60,6 +60,12 @@ impl Case {
         self
     }
 
+    /// Every chunk of every turn `seconds` after the one before (a model's pace).
+    fn paced(mut self, seconds: f64) -> Self {
+        self.script["chunk_delay"] = json!(seconds);
+        self
+    }
+
     fn faults(mut self, faults: Value) -> Self {
         self.script["faults"] = faults;
         self
@@ -154,6 +160,14 @@ fn done(prompt: u64, completion: u64) -> String {
     let body = json!({"id": "chatcmpl-oracle", "object": "chat.completion.chunk", "created": 1, "model": "m",
         "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
         "total_tokens": prompt + completion}});
+    format!("data: {body}\n\ndata: [DONE]\n\n")
+}
+
+/// The end of a stream whose usage gives its own `total_tokens`.
+fn done_with_total(prompt: u64, completion: u64, total: u64) -> String {
+    let body = json!({"id": "chatcmpl-oracle", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+        "total_tokens": total}});
     format!("data: {body}\n\ndata: [DONE]\n\n")
 }
 
@@ -263,6 +277,10 @@ pub(crate) fn all() -> Vec<Case> {
             {"text": "x"}, done_turn()
         ]))
         .sse(0, reasoning_call),
+        Case::new("reasoning_continued", "item 4: reasoning of a plain answer goes back on --continue", "Muse", json!([
+            {"reasoning": "Weighing it up.", "text": "An answer."}, {"text": "Another answer."}
+        ]))
+        .then("More"),
         // Item 5: finish reasons.
         Case::new("finish_stop_with_tool_call", "item 5: finish `stop` with a tool call", "Stop", json!([
             {"text": "x"}, done_turn()
@@ -291,6 +309,12 @@ pub(crate) fn all() -> Vec<Case> {
             {"text": "Cached.", "usage": {"prompt_tokens": 5000, "completion_tokens": 50, "cached_tokens": 4000,
                 "reasoning_tokens": 10}}
         ])),
+        Case::new("tokens_total_reported", "item 6: a provider total that is not input + output", "Total", json!([
+            {"text": "x"}
+        ]))
+        .sse(0, chunk(json!({"role": "assistant", "content": "Counted."}), None)
+            + &chunk(json!({}), Some("stop"))
+            + &done_with_total(1000, 20, 5000)),
         Case::new("cost_priced_model", "cost of a priced model", "Price", json!([
             {"calls": [bash("echo priced")], "usage": {"prompt_tokens": 2000, "completion_tokens": 100}},
             {"text": "Priced.", "usage": {"prompt_tokens": 2100, "completion_tokens": 30, "cached_tokens": 2000}}
@@ -347,6 +371,16 @@ pub(crate) fn all() -> Vec<Case> {
         Case::new("parallel_calls", "two calls in one step", "Two", json!([
             {"calls": [bash("echo one"), bash("echo two")]}, done_turn()
         ])),
+        Case::new("paced_text_and_call", "text, then a call whose tool ends before the model's stream", "Pace", json!([
+            {"text": "x"}, done_turn()
+        ]))
+        .sse(0, chunk(json!({"role": "assistant", "content": "Checking."}), None)
+            + &chunk(json!({"tool_calls": [{"index": 0, "id": "call_p", "type": "function",
+                "function": {"name": "bash", "arguments": "{\"command\": \"echo paced\", \"description\": \"P\"}"}}]}), None)
+            + &(0..25).map(|_| chunk(json!({}), None)).collect::<String>()
+            + &chunk(json!({}), Some("tool_calls"))
+            + &done(1000, 20))
+        .paced(0.04),
         Case::new("multi_step", "three tool steps", "Steps", json!([
             {"text": "Step one.", "calls": [bash("echo 1")]},
             {"text": "Step two.", "calls": [{"name": "read", "arguments": {"filePath": "{cwd}/README.md"}}]},

@@ -81,6 +81,11 @@ pub enum MessageError {
         /// Retries used.
         retries: u32,
     },
+    /// The provider's content filter blocked the answer (a `content-filter` finish).
+    ContentFilterError {
+        /// What happened.
+        message: String,
+    },
     /// The request did not fit the model's context.
     ContextOverflowError {
         /// What the provider said.
@@ -120,6 +125,7 @@ impl MessageError {
             Self::MessageOutputLengthError {} => "MessageOutputLengthError",
             Self::MessageAbortedError { .. } => "MessageAbortedError",
             Self::StructuredOutputError { .. } => "StructuredOutputError",
+            Self::ContentFilterError { .. } => "ContentFilterError",
             Self::ContextOverflowError { .. } => "ContextOverflowError",
             Self::ApiError { .. } => "APIError",
         }
@@ -132,6 +138,7 @@ impl MessageError {
             | Self::UnknownError { message }
             | Self::MessageAbortedError { message }
             | Self::StructuredOutputError { message, .. }
+            | Self::ContentFilterError { message }
             | Self::ContextOverflowError { message, .. }
             | Self::ApiError { message, .. } => message,
             Self::MessageOutputLengthError {} => "",

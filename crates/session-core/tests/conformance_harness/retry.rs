@@ -10,12 +10,13 @@ use session_core::{
 use crate::{Report, case_name, cases};
 
 /// The `name`s of `MessageError`'s variants; any other name is an unnamed error (see [`error`]).
-const ERROR_NAMES: [&str; 7] = [
+const ERROR_NAMES: [&str; 8] = [
     "ProviderAuthError",
     "UnknownError",
     "MessageOutputLengthError",
     "MessageAbortedError",
     "StructuredOutputError",
+    "ContentFilterError",
     "ContextOverflowError",
     "APIError",
 ];

@@ -284,6 +284,45 @@ fn snapshot_reasoning_and_text() {
 }
 
 #[test]
+fn snapshot_reasoning_inside_an_open_text_block() {
+    // The events of a Chat stream of reasoning, text, reasoning, text (issue 40): the text block
+    // stays open across the second reasoning, so the step has one text part between two
+    // reasoning parts, as OpenCode 1.18.34 stores it.
+    let out = drive(
+        priced_config(),
+        false,
+        script(vec![
+            vec![
+                ev(json!({"type": "step-start", "index": 0})),
+                ev(json!({"type": "reasoning-start", "id": "reasoning-0"})),
+                ev(json!({"type": "reasoning-delta", "id": "reasoning-0", "text": "First thought. "})),
+                ev(json!({"type": "reasoning-end", "id": "reasoning-0"})),
+                ev(json!({"type": "text-start", "id": "text-1"})),
+                ev(json!({"type": "text-delta", "id": "text-1", "text": "Part one. "})),
+                ev(json!({"type": "reasoning-start", "id": "reasoning-2"})),
+                ev(json!({"type": "reasoning-delta", "id": "reasoning-2", "text": "Second thought."})),
+                ev(json!({"type": "reasoning-end", "id": "reasoning-2"})),
+                ev(json!({"type": "text-delta", "id": "text-1", "text": "Part two."})),
+                ev(json!({"type": "text-end", "id": "text-1"})),
+            ],
+            finish("stop", usage(1000, 20)),
+        ]),
+        Answers::default(),
+    );
+    let parts: Vec<(&str, &str)> = out["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| Some((part["type"].as_str()?, part["text"].as_str()?)))
+        .collect();
+    assert_eq!(
+        parts,
+        [("reasoning", "First thought. "), ("text", "Part one. Part two."), ("reasoning", "Second thought.")]
+    );
+    insta::assert_json_snapshot!("reasoning_inside_open_text", out);
+}
+
+#[test]
 fn snapshot_orphan_reasoning_delta_and_open_reasoning_closed_at_step_finish() {
     let out = drive(
         priced_config(),

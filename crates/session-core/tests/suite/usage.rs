@@ -284,4 +284,30 @@ proptest! {
         prop_assert_eq!(cost.prices_for(raw), Prices { input, output, cache: flat.cache });
         prop_assert_eq!(get_usage(&cost, &usage, None), get_usage(&flat, &usage, None));
     }
+
+    /// A configured model's cost (SPEC 5 "Configured models"): its base prices price every
+    /// step, however large, whatever tiers or over-200K set the catalog had.
+    #[test]
+    fn a_flat_cost_prices_every_step_at_the_base_prices(
+        usage in any_usage(),
+        (bi, di) in price(0), (bo, d_o) in price(0), (br, dr) in price(0), (bw, dw) in price(0),
+        (ti, _) in price(0), size in 0u64..400_000, (oi, _) in price(0),
+    ) {
+        let priced = cost_from(json!({
+            "input": bi, "output": bo, "cache": {"read": br, "write": bw},
+            "tiers": [{"tier": {"type": "context", "size": size}, "input": ti, "output": ti}],
+            "experimentalOver200K": {"input": oi, "output": oi}
+        }));
+        let flat = ModelCost::flat(priced.base());
+        prop_assert!(flat.tiers.is_empty() && flat.experimental_over_200k.is_none());
+        prop_assert_eq!(flat.base(), Prices { input: di, output: d_o, cache: CachePrices { read: dr, write: dw } });
+        let step = get_usage(&flat, &usage, None);
+        let tokens = step.tokens;
+        let to_dec = |n: u64| Decimal::from(n);
+        let expected = (to_dec(tokens.input) * di + to_dec(tokens.output) * d_o + to_dec(tokens.cache.read) * dr
+            + to_dec(tokens.cache.write) * dw + to_dec(tokens.reasoning) * d_o) / Decimal::from(1_000_000);
+        prop_assert_eq!(step.cost, expected.normalize());
+        // The tokens do not depend on the prices.
+        prop_assert_eq!(tokens, get_usage(&priced, &usage, None).tokens);
+    }
 }

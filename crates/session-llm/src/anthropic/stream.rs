@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use session_core::{FinishReason, LlmEvent, ProviderMetadata, ToolResultKind, ToolResultValue, Usage};
 
-use crate::common::{count, metadata, non_empty, tool_input};
+use crate::common::{count, metadata, non_empty, sdk_total, tool_input};
 use crate::error::{LlmError, stream_error};
 use crate::parser::{DoneMarker, Progress, WireParser};
 
@@ -173,7 +173,7 @@ impl UsageState {
         Usage {
             input_tokens: input,
             output_tokens: self.output,
-            total_tokens: input.zip(self.output).map(|(i, o)| i.saturating_add(o)),
+            total_tokens: sdk_total(input, self.output),
             reasoning_tokens: self.thinking,
             cache_read_input_tokens: self.cache_read,
             cache_write_input_tokens: self.cache_write,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use session_core::{FinishReason, LlmEvent, ProviderMetadata, ToolResultKind, ToolResultValue, Usage};
 
-use crate::common::{BlockKind, Blocks, count, metadata, non_empty};
+use crate::common::{BlockKind, Blocks, count, metadata, non_empty, sdk_total};
 use crate::error::{LlmError, stream_error};
 use crate::parser::{DoneMarker, Progress, WireParser};
 
@@ -133,8 +133,7 @@ struct UsageMetadata {
     tool_use_prompt_token_count: Option<i64>,
     #[serde(default, deserialize_with = "count")]
     cached_content_token_count: Option<i64>,
-    #[serde(default, deserialize_with = "count")]
-    total_token_count: Option<i64>,
+    // `totalTokenCount` is not read: the step's total is input + output (`sdk_total`).
 }
 
 impl UsageMetadata {
@@ -152,7 +151,7 @@ impl UsageMetadata {
         Usage {
             input_tokens: input,
             output_tokens: output,
-            total_tokens: self.total_token_count,
+            total_tokens: sdk_total(input, output),
             reasoning_tokens: self.thoughts_token_count,
             cache_read_input_tokens: self.cached_content_token_count,
             cache_write_input_tokens: None,

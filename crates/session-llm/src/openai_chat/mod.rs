@@ -4,6 +4,6 @@
 mod request;
 mod stream;
 
-pub use request::build_request;
 pub(crate) use request::{PATH, body, headers};
+pub use request::{build_request, chat_reasoning_field};
 pub use stream::ChatParser;

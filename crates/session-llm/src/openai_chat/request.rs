@@ -41,7 +41,9 @@ pub(crate) fn body(request: &LlmRequest) -> Result<Body<'_>, LlmError> {
             ModelMessage::User { content } => {
                 messages.push(ChatMessage::User { content: user_content(content)? })
             }
-            ModelMessage::Assistant { content } => messages.extend(assistant_message(content)),
+            ModelMessage::Assistant { content } => {
+                messages.extend(assistant_message(content, request.options.reasoning_field));
+            }
             ModelMessage::Tool { content } => messages.extend(content.iter().map(|result| {
                 ChatMessage::Tool { tool_call_id: &result.tool_call_id, content: output_text(&result.output) }
             })),
@@ -138,8 +140,12 @@ enum ChatMessage<'a> {
         content: UserBody<'a>,
     },
     Assistant {
-        /// `null` when the turn is only tool calls.
-        content: Option<String>,
+        /// The turn's text, `""` when it is only tool calls (as the AI SDK's Chat packages
+        /// send it).
+        content: String,
+        /// The turn's reasoning, under the field the provider's package names.
+        #[serde(flatten, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<Reasoning>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ChatToolCall<'a>>,
     },
@@ -231,14 +237,50 @@ fn user_content(content: &[UserContent]) -> Result<UserBody<'_>, LlmError> {
     Ok(UserBody::Parts(parts))
 }
 
-/// The assistant turn; reasoning is not sent back (the format has no field for it).
-fn assistant_message(content: &[AssistantContent]) -> Option<ChatMessage<'_>> {
+/// A turn's reasoning under the field `field` names: one map entry, flattened into the
+/// message.
+struct Reasoning {
+    field: &'static str,
+    text: String,
+}
+
+impl Serialize for Reasoning {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(self.field, &self.text)?;
+        map.end()
+    }
+}
+
+/// The assistant-message field in which the AI SDK package `npm` sends a turn's reasoning
+/// back to a Chat Completions provider, as OpenCode 1.18.34 sends it (issue 40):
+/// `reasoning_content` for `@ai-sdk/openai-compatible` (DeepSeek's, Moonshot's and the other
+/// thinking models that reject a tool-call turn without it), `reasoning` for `@ai-sdk/groq`;
+/// `None` for the packages that send none back (`@ai-sdk/xai`; `@openrouter/ai-sdk-provider`
+/// sends reasoning only with the `reasoning_details` this runtime does not keep).
+pub fn chat_reasoning_field(npm: &str) -> Option<&'static str> {
+    match npm {
+        "@ai-sdk/openai-compatible" => Some("reasoning_content"),
+        "@ai-sdk/groq" => Some("reasoning"),
+        _ => None,
+    }
+}
+
+/// The assistant turn: its text (`""` when there is none), its tool calls and, under
+/// `reasoning_field`, its reasoning when there is any (the texts of its reasoning items joined,
+/// as the AI SDK joins them). A turn with nothing to send is left out.
+fn assistant_message<'a>(
+    content: &'a [AssistantContent],
+    reasoning_field: Option<&'static str>,
+) -> Option<ChatMessage<'a>> {
     let mut text = String::new();
+    let mut reasoning = String::new();
     let mut tool_calls = Vec::new();
     for item in content {
         match item {
             AssistantContent::Text { text: part, .. } => text.push_str(part),
-            AssistantContent::Reasoning { .. } => {}
+            AssistantContent::Reasoning { text: part, .. } => reasoning.push_str(part),
             AssistantContent::ToolCall(call) if call.provider_executed => {}
             AssistantContent::ToolCall(call) => tool_calls.push(ChatToolCall {
                 id: &call.tool_call_id,
@@ -247,10 +289,12 @@ fn assistant_message(content: &[AssistantContent]) -> Option<ChatMessage<'_>> {
             }),
         }
     }
-    if text.is_empty() && tool_calls.is_empty() {
+    let reasoning =
+        reasoning_field.filter(|_| !reasoning.is_empty()).map(|field| Reasoning { field, text: reasoning });
+    if text.is_empty() && tool_calls.is_empty() && reasoning.is_none() {
         return None;
     }
-    Some(ChatMessage::Assistant { content: (!text.is_empty()).then_some(text), tool_calls })
+    Some(ChatMessage::Assistant { content: text, reasoning, tool_calls })
 }
 
 /// A call's input as compact JSON text.

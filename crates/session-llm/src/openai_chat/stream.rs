@@ -6,11 +6,17 @@
 //! finished at the end. A tool call is yielded as soon as its arguments are a whole JSON object
 //! (SPEC 1.1: its tool starts while the model is still streaming), else when the next call
 //! starts, else at the finish reason.
+//!
+//! Text and reasoning are blocks as the AI SDK's OpenAI-compatible provider makes them (what
+//! OpenCode 1.18.34 reads this format with): the text block opens at the first content and
+//! stays open to the end of the content, so text on both sides of reasoning or tool calls is
+//! one text part; a reasoning block closes when content or a tool call comes, and reasoning
+//! after that is a new block (issue 40).
 
 use serde::Deserialize;
 use session_core::{FinishReason, LlmEvent, Usage};
 
-use crate::common::{BlockKind, Blocks, count, non_empty, tool_input};
+use crate::common::{count, non_empty, sdk_total, tool_input};
 use crate::error::{LlmError, stream_error};
 use crate::parser::{DoneMarker, Progress, WireParser};
 
@@ -120,7 +126,7 @@ impl ChatUsage {
         Usage {
             input_tokens: self.prompt_tokens,
             output_tokens: output,
-            total_tokens: self.total_tokens,
+            total_tokens: sdk_total(self.prompt_tokens, output),
             reasoning_tokens: reasoning,
             cache_read_input_tokens: details.and_then(|d| d.cached_tokens).or(self.prompt_cache_hit_tokens),
             cache_write_input_tokens: details.and_then(|d| d.cache_write_tokens),
@@ -149,11 +155,73 @@ fn arguments_complete(arguments: &str) -> bool {
         && serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok()
 }
 
+/// The open text and reasoning blocks of a Chat stream, which has no block ids: ids are
+/// generated as `text-N` / `reasoning-N` (SPEC 1.1). Unlike the one open block of
+/// [`crate::common::Blocks`], text and reasoning open and close independently.
+#[derive(Debug, Default)]
+struct ChatBlocks {
+    text: Option<String>,
+    reasoning: Option<String>,
+    counter: usize,
+}
+
+impl ChatBlocks {
+    fn next_id(&mut self, kind: &str) -> String {
+        let id = format!("{kind}-{}", self.counter);
+        self.counter += 1;
+        id
+    }
+
+    /// Reasoning text: opens a reasoning block unless one is open; the text block stays open.
+    fn reasoning(&mut self, text: String, out: &mut Vec<LlmEvent>) {
+        let id = match &self.reasoning {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.next_id("reasoning");
+                out.push(LlmEvent::ReasoningStart { id: id.clone(), provider_metadata: None });
+                self.reasoning = Some(id.clone());
+                id
+            }
+        };
+        out.push(LlmEvent::ReasoningDelta { id, text, provider_metadata: None });
+    }
+
+    /// Visible text: ends the open reasoning, then appends to the one text block.
+    fn text(&mut self, text: String, out: &mut Vec<LlmEvent>) {
+        self.end_reasoning(out);
+        let id = match &self.text {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.next_id("text");
+                out.push(LlmEvent::TextStart { id: id.clone(), provider_metadata: None });
+                self.text = Some(id.clone());
+                id
+            }
+        };
+        out.push(LlmEvent::TextDelta { id, text, provider_metadata: None });
+    }
+
+    /// Ends the open reasoning block, if any.
+    fn end_reasoning(&mut self, out: &mut Vec<LlmEvent>) {
+        if let Some(id) = self.reasoning.take() {
+            out.push(LlmEvent::ReasoningEnd { id, provider_metadata: None });
+        }
+    }
+
+    /// Ends both blocks: reasoning first, then text.
+    fn close(&mut self, out: &mut Vec<LlmEvent>) {
+        self.end_reasoning(out);
+        if let Some(id) = self.text.take() {
+            out.push(LlmEvent::TextEnd { id, provider_metadata: None });
+        }
+    }
+}
+
 /// The Chat Completions stream parser.
 #[derive(Default)]
 pub struct ChatParser {
     progress: Progress,
-    blocks: Blocks,
+    blocks: ChatBlocks,
     tools: Vec<ToolCall>,
     tool_counter: usize,
     any_tool_call: bool,
@@ -198,18 +266,21 @@ impl ChatParser {
 
     fn on_delta(&mut self, delta: Delta, out: &mut Vec<LlmEvent>) {
         if let Some(text) = delta.reasoning_content.or(delta.reasoning).filter(|t| !t.is_empty()) {
-            self.blocks.delta(BlockKind::Reasoning, text, None, out);
+            self.blocks.reasoning(text, out);
         }
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-            self.blocks.delta(BlockKind::Text, text, None, out);
+            self.blocks.text(text, out);
         }
         // A refusal is the model's visible answer, so it is shown as text.
         if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
-            self.blocks.delta(BlockKind::Text, text, None, out);
+            self.blocks.text(text, out);
         }
-        for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
-            self.blocks.close(out);
-            self.on_tool_delta(position, call, out);
+        if let Some(calls) = delta.tool_calls {
+            // A tool call ends the reasoning before it; the text block stays open.
+            self.blocks.end_reasoning(out);
+            for (position, call) in calls.into_iter().enumerate() {
+                self.on_tool_delta(position, call, out);
+            }
         }
     }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use session_core::{FinishReason, LlmEvent, ProviderMetadata, Usage};
 
-use crate::common::{count, metadata, non_empty, tool_input};
+use crate::common::{count, metadata, non_empty, sdk_total, tool_input};
 use crate::error::{LlmError, stream_error};
 use crate::parser::{DoneMarker, Progress, WireParser};
 
@@ -71,8 +71,7 @@ struct ResponsesUsage {
     input_tokens: Option<i64>,
     #[serde(default, deserialize_with = "count")]
     output_tokens: Option<i64>,
-    #[serde(default, deserialize_with = "count")]
-    total_tokens: Option<i64>,
+    // `total_tokens` is not read: the step's total is input + output (`sdk_total`).
     #[serde(default)]
     input_tokens_details: Option<InputDetails>,
     #[serde(default)]
@@ -102,7 +101,7 @@ impl ResponsesUsage {
         Usage {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
-            total_tokens: self.total_tokens,
+            total_tokens: sdk_total(self.input_tokens, self.output_tokens),
             reasoning_tokens: self.output_tokens_details.as_ref().and_then(|d| d.reasoning_tokens),
             cache_read_input_tokens: input.and_then(|d| d.cached_tokens),
             cache_write_input_tokens: input.and_then(|d| d.cache_write_tokens),

@@ -28,6 +28,54 @@ fn chat_stream_cut_before_any_end_is_truncated() {
 }
 
 #[test]
+fn chat_text_on_both_sides_of_reasoning_is_one_text_block() {
+    // As the AI SDK's OpenAI-compatible provider reads it (issue 40): the text block stays
+    // open across the second reasoning, which is a new reasoning block.
+    let delta = |delta: serde_json::Value| {
+        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta}]}))
+    };
+    let body = [
+        delta(json!({"reasoning_content": "First. "})),
+        delta(json!({"content": "One. "})),
+        delta(json!({"reasoning_content": "Second."})),
+        delta(json!({"content": "Two."})),
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+            .to_owned(),
+    ]
+    .concat();
+    let (events, error) = events_of(Api::OpenAiChat, &body);
+    assert_eq!(error, None);
+    let blocks: Vec<String> = events
+        .iter()
+        .filter_map(|event| match event {
+            LlmEvent::ReasoningStart { id, .. } => Some(format!("start {id}")),
+            LlmEvent::ReasoningDelta { id, text, .. } | LlmEvent::TextDelta { id, text, .. } => {
+                Some(format!("{id}: {text}"))
+            }
+            LlmEvent::ReasoningEnd { id, .. } => Some(format!("end {id}")),
+            LlmEvent::TextStart { id, .. } => Some(format!("start {id}")),
+            LlmEvent::TextEnd { id, .. } => Some(format!("end {id}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            "start reasoning-0",
+            "reasoning-0: First. ",
+            "end reasoning-0",
+            "start text-1",
+            "text-1: One. ",
+            "start reasoning-2",
+            "reasoning-2: Second.",
+            "end reasoning-2",
+            "text-1: Two.",
+            "end text-1",
+        ]
+    );
+}
+
+#[test]
 fn chat_done_without_finish_reason_is_unknown() {
     let (events, error) = events_of(Api::OpenAiChat, &format!("{CHAT_TEXT}data: [DONE]\n\n"));
     assert_eq!(error, None);
@@ -198,4 +246,50 @@ fn gemini_code_execution_is_a_provider_executed_call_and_result() {
     );
     // Provider-executed calls do not make the step a tool-calls step.
     assert_eq!(finish_reason(&events), Some(FinishReason::Stop));
+}
+
+/// The usage of the step a body ends with.
+fn finish_usage(api: Api, body: &str) -> Option<Usage> {
+    let (events, error) = events_of(api, body);
+    assert_eq!(error, None);
+    events.iter().find_map(|event| match event {
+        LlmEvent::Finish { usage, .. } => Some(usage.clone()),
+        _ => None,
+    })?
+}
+
+proptest::proptest! {
+    /// SPEC 1.1: a step's total is input + output as the AI SDK computes it, whatever total the
+    /// provider reports (OpenCode 1.18.34 stores that sum; issue 40).
+    #[test]
+    fn the_total_is_input_plus_output_whatever_the_provider_says(
+        input in proptest::option::of(0i64..=i64::MAX),
+        output in proptest::option::of(0i64..=i64::MAX),
+        reported in proptest::option::of(proptest::num::i64::ANY),
+    ) {
+        let mut usage = serde_json::Map::new();
+        for (key, value) in [("prompt_tokens", input), ("completion_tokens", output), ("total_tokens", reported)] {
+            if let Some(value) = value {
+                usage.insert(key.to_owned(), json!(value));
+            }
+        }
+        let expected = match (input, output) {
+            (None, None) => None,
+            (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
+        };
+        let chat = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"x\"}},\"finish_reason\":\"stop\"}}]}}\n\n\
+             data: {}\n\ndata: [DONE]\n\n",
+            json!({"choices": [], "usage": usage})
+        );
+        let chat = finish_usage(Api::OpenAiChat, &chat);
+        proptest::prop_assert_eq!(chat.as_ref().and_then(|u| u.total_tokens), expected);
+        let responses_usage = json!({"input_tokens": input, "output_tokens": output, "total_tokens": reported});
+        let responses = format!(
+            "data: {}\n\n",
+            json!({"type": "response.completed", "response": {"status": "completed", "usage": responses_usage}})
+        );
+        let responses = finish_usage(Api::OpenAiResponses, &responses);
+        proptest::prop_assert_eq!(responses.as_ref().and_then(|u| u.total_tokens), expected);
+    }
 }

@@ -73,13 +73,62 @@ fn snapshot(name: &str, built: &BuiltRequest) {
 
 #[test]
 fn openai_chat_request() {
-    let options = RequestOptions { reasoning_effort: Some("low".into()), ..RequestOptions::default() };
+    let options = RequestOptions {
+        reasoning_effort: Some("low".into()),
+        reasoning_field: session_llm::chat_reasoning_field("@ai-sdk/openai-compatible"),
+        ..RequestOptions::default()
+    };
     let built = build_request(Api::OpenAiChat, &request("gpt-5-mini", options)).unwrap();
     snapshot("openai_chat", &built);
     // Without reasoning options compatible servers get the classic `max_tokens`.
     let plain = build_request(Api::OpenAiChat, &request("llama3", RequestOptions::default())).unwrap();
     assert_eq!(plain.body["max_tokens"], json!(32_000));
     assert!(plain.body.get("max_completion_tokens").is_none());
+}
+
+#[test]
+fn chat_assistant_turns_carry_content_and_reasoning_as_each_package_sends_them() {
+    let mut turns = request("m", RequestOptions::default());
+    turns.messages = serde_json::from_value(json!([
+        {"role": "user", "content": [{"type": "text", "text": "Go"}]},
+        {"role": "assistant", "content": [
+            {"type": "reasoning", "text": "First. "},
+            {"type": "reasoning", "text": "Second."},
+            {"type": "tool-call", "toolCallId": "call_1", "toolName": "get_weather", "input": {"city": "Oslo"}},
+        ]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "call_1", "toolName": "get_weather",
+            "output": {"type": "text", "value": "Cold"}}]},
+        {"role": "assistant", "content": [{"type": "reasoning", "text": "Only thinking."}]},
+        {"role": "assistant", "content": [{"type": "reasoning", "text": ""}, {"type": "text", "text": "Done."}]},
+    ]))
+    .unwrap();
+    let mut assistants = |npm: &str| -> Vec<Value> {
+        turns.options.reasoning_field = session_llm::chat_reasoning_field(npm);
+        let body = build_request(Api::OpenAiChat, &turns).unwrap().body;
+        body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "assistant").cloned().collect()
+    };
+    let call = json!([{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}]);
+    // OpenAI-compatible servers get the joined reasoning back in `reasoning_content` (DeepSeek
+    // rejects a tool-call turn without it); a turn of tool calls has `content: ""`.
+    assert_eq!(
+        assistants("@ai-sdk/openai-compatible"),
+        [
+            json!({"role": "assistant", "content": "", "reasoning_content": "First. Second.", "tool_calls": call}),
+            json!({"role": "assistant", "content": "", "reasoning_content": "Only thinking."}),
+            json!({"role": "assistant", "content": "Done."}),
+        ]
+    );
+    // Groq's package sends it as `reasoning`.
+    assert_eq!(assistants("@ai-sdk/groq")[0]["reasoning"], json!("First. Second."));
+    // xAI's sends none, and a turn of reasoning alone then has nothing to send.
+    assert_eq!(
+        assistants("@ai-sdk/xai"),
+        [
+            json!({"role": "assistant", "content": "", "tool_calls": call}),
+            json!({"role": "assistant", "content": "Done."}),
+        ]
+    );
 }
 
 #[test]
@@ -206,6 +255,7 @@ fn every_formats_http_body_is_its_built_body_byte_for_byte() {
         top_p: Some(0.9),
         reasoning_effort: Some("high".into()),
         tool_choice: Some(ToolChoice::Required),
+        reasoning_field: Some("reasoning_content"),
         ..RequestOptions::default()
     };
     for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic, Api::Gemini] {

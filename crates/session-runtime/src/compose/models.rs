@@ -122,9 +122,9 @@ impl ConfiguredModels {
             if let Some(limit) = &config.limit {
                 found.limit = limit.resolve(Some(&found.limit));
             }
-            if let Some(cost) = &config.cost {
-                found.cost = cost.resolve(Some(&found.cost));
-            }
+            // Every configured model gets its base prices only, even one without a `cost`
+            // (SPEC 5 "Configured models").
+            found.cost = config.cost.clone().unwrap_or_default().resolve(Some(&found.cost));
             if let Some(id) = &config.id {
                 found.id.clone_from(id);
             }
@@ -263,6 +263,38 @@ mod tests {
         let models =
             ConfiguredModels::new(Catalog::embedded().unwrap(), config, HashMap::new(), None).unwrap();
         assert_eq!(models.resolve_provider("mine").unwrap().api_key, None);
+    }
+
+    #[test]
+    fn a_model_the_config_lists_loses_its_price_tiers() {
+        // SPEC 5 "Configured models": OpenCode 1.18.34 prices a listed model at its base prices.
+        let catalog = Catalog::from_json(
+            r#"{"p": {"id": "p", "name": "P", "env": [], "npm": "@ai-sdk/openai-compatible", "models": {
+                "tiered": {"id": "tiered", "name": "T", "cost": {"input": 3, "output": 15,
+                    "tiers": [{"tier": {"size": 1000}, "input": 9, "output": 9}],
+                    "context_over_200k": {"input": 6, "output": 22.5}}},
+                "listed": {"id": "listed", "name": "L", "cost": {"input": 3, "output": 15,
+                    "context_over_200k": {"input": 6, "output": 22.5}}}}}}"#,
+        )
+        .unwrap();
+        let config: Config = serde_json::from_value(serde_json::json!({"provider": {"p": {"models": {
+            "listed": {"name": "Listed"},
+            "mine": {"cost": {"input": 1, "context_over_200k": {"input": 2, "output": 2}}}
+        }}}}))
+        .unwrap();
+        let models = ConfiguredModels::new(catalog, config, HashMap::new(), None).unwrap();
+        let cost = |id: &str| models.resolve_model("p", id).unwrap().cost;
+        assert_eq!(cost("tiered").tiers.len(), 1, "a catalog model the config does not list keeps them");
+        assert!(cost("tiered").experimental_over_200k.is_some());
+        let flat = |input: i64, output: i64| {
+            session_core::ModelCost::flat(session_core::Prices {
+                input: input.into(),
+                output: output.into(),
+                cache: session_core::CachePrices::default(),
+            })
+        };
+        assert_eq!(cost("listed"), flat(3, 15));
+        assert_eq!(cost("mine"), flat(1, 0));
     }
 
     #[test]

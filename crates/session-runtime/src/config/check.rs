@@ -122,6 +122,16 @@ pub(crate) fn check_layer(value: &mut Value, path: &Path) -> Result<Vec<ConfigWa
 
     normalise_steps(value);
 
+    // Price tiers are read in OpenCode's shape but have no effect (SPEC 5 "Configured models").
+    for (provider, config) in &typed.provider {
+        for (model, config) in &config.models {
+            for key in config.cost.iter().flat_map(|cost| cost.ineffective_keys()) {
+                let path = ["provider", provider, "models", model, "cost", key];
+                ignored.push(path.iter().map(|segment| (*segment).to_owned()).collect());
+            }
+        }
+    }
+
     let mut seen = HashSet::new();
     Ok(ignored
         .into_iter()

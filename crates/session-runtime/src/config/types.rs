@@ -8,8 +8,8 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use session_core::{
-    CachePrices, CostTier, ModelCost, Prices, TierBound, config::CompactionConfig, overflow::ModelLimit,
-    permission::Ruleset, permission::rules_from_config, retry::RetryConfig, usage::CONTEXT_TIER,
+    CachePrices, ModelCost, Prices, config::CompactionConfig, overflow::ModelLimit, permission::Ruleset,
+    permission::rules_from_config, retry::RetryConfig,
 };
 
 use session_llm::Api;
@@ -385,10 +385,11 @@ pub struct ModelCostConfig {
     /// Price of a token written to the cache.
     #[serde(with = "price", skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<Decimal>,
-    /// Prices above context sizes.
+    /// Prices above context sizes, in models.dev's shape: read and checked, but without
+    /// effect (a warning says so), as in OpenCode 1.18.34 (see [`ModelCostConfig::resolve`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tiers: Option<Vec<CostTierConfig>>,
-    /// Prices above 200K input tokens.
+    /// Prices above 200K input tokens: read and checked, but without effect, like `tiers`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_over_200k: Option<PricesConfig>,
 }
@@ -443,64 +444,28 @@ pub struct TierConfig {
 }
 
 impl ModelCostConfig {
-    /// These prices over `base` (the catalog's), field by field; without a base, unset means 0.
+    /// The cost of a model the config lists: these prices over `base` (the catalog's) field by
+    /// field, unset ones 0 without a base, and nothing else. OpenCode 1.18.34 builds a
+    /// configured model's cost from `input`, `output`, `cache_read` and `cache_write` alone,
+    /// so neither these `tiers` and `context_over_200k` nor the catalog's ever apply to it
+    /// (issue 40; SPEC 5 "Configured models").
     pub fn resolve(&self, base: Option<&ModelCost>) -> ModelCost {
-        let mut cost = base.cloned().unwrap_or_default();
-        if let Some(input) = self.input {
-            cost.input = input;
-        }
-        if let Some(output) = self.output {
-            cost.output = output;
-        }
-        if let Some(read) = self.cache_read {
-            cost.cache.read = read;
-        }
-        if let Some(write) = self.cache_write {
-            cost.cache.write = write;
-        }
-        if let Some(tiers) = &self.tiers {
-            cost.tiers = tiers.iter().map(CostTierConfig::to_tier).collect();
-        }
-        if let Some(over) = &self.context_over_200k {
-            cost.experimental_over_200k = Some(over.to_prices());
-        }
-        cost
-    }
-}
-
-impl PricesConfig {
-    /// The prices, unset ones 0 (as in a catalog entry).
-    fn to_prices(&self) -> Prices {
-        prices(self.input, self.output, self.cache_read, self.cache_write)
-    }
-}
-
-impl CostTierConfig {
-    /// The tier, unset prices 0 and an unset type a context tier (as in a catalog entry).
-    fn to_tier(&self) -> CostTier {
-        let prices = prices(self.input, self.output, self.cache_read, self.cache_write);
-        CostTier {
-            tier: TierBound {
-                kind: self.tier.kind.clone().unwrap_or_else(|| CONTEXT_TIER.to_owned()),
-                size: self.tier.size,
+        let base = base.map(ModelCost::base).unwrap_or_default();
+        ModelCost::flat(Prices {
+            input: self.input.unwrap_or(base.input),
+            output: self.output.unwrap_or(base.output),
+            cache: CachePrices {
+                read: self.cache_read.unwrap_or(base.cache.read),
+                write: self.cache_write.unwrap_or(base.cache.write),
             },
-            input: prices.input,
-            output: prices.output,
-            cache: prices.cache,
-        }
+        })
     }
-}
 
-fn prices(
-    input: Option<Decimal>,
-    output: Option<Decimal>,
-    read: Option<Decimal>,
-    write: Option<Decimal>,
-) -> Prices {
-    Prices {
-        input: input.unwrap_or_default(),
-        output: output.unwrap_or_default(),
-        cache: CachePrices { read: read.unwrap_or_default(), write: write.unwrap_or_default() },
+    /// The keys under this cost that have no effect (see [`ModelCostConfig::resolve`]).
+    pub fn ineffective_keys(&self) -> impl Iterator<Item = &'static str> {
+        [(self.tiers.is_some(), "tiers"), (self.context_over_200k.is_some(), "context_over_200k")]
+            .into_iter()
+            .filter_map(|(set, key)| set.then_some(key))
     }
 }
 
@@ -640,6 +605,25 @@ mod tests {
         let expected =
             ModelCost::from_catalog(&json!({"input": 3, "output": 10, "cache_read": 0.3})).unwrap();
         assert_eq!(config.resolve(Some(&catalog)), expected);
+    }
+
+    #[test]
+    fn a_configured_model_is_priced_at_its_base_prices_only() {
+        // As OpenCode 1.18.34 builds a configured model's cost: the catalog's tiers and
+        // over-200K prices go, and the config's own have no effect.
+        let catalog = ModelCost::from_catalog(&json!({"input": 3, "output": 15,
+            "tiers": [{"tier": {"size": 100000}, "input": 5, "output": 20}],
+            "context_over_200k": {"input": 6, "output": 22.5}}))
+        .unwrap();
+        let config: ModelCostConfig = serde_json::from_value(json!({"cache_read": 0.3,
+            "tiers": [{"tier": {"size": 1000}, "input": 9, "output": 9}],
+            "context_over_200k": {"input": 6, "output": 22.5}}))
+        .unwrap();
+        let expected =
+            ModelCost::from_catalog(&json!({"input": 3, "output": 15, "cache_read": 0.3})).unwrap();
+        assert_eq!(config.resolve(Some(&catalog)), expected);
+        assert_eq!(config.ineffective_keys().collect::<Vec<_>>(), ["tiers", "context_over_200k"]);
+        assert_eq!(ModelCostConfig::default().ineffective_keys().count(), 0);
     }
 
     #[test]

@@ -44,6 +44,10 @@ const UNSUPPORTED: &[&[&str]] = &[
     &["mcp", "*", "oauth"],
     &["provider", "*", "whitelist"],
     &["provider", "*", "blacklist"],
+    // Price tiers of a configured model: OpenCode 1.18.34 reads them and prices the model at
+    // its base prices (SPEC 5 "Configured models").
+    &["provider", "*", "models", "*", "cost", "tiers"],
+    &["provider", "*", "models", "*", "cost", "context_over_200k"],
 ];
 
 /// The dotted key of the unsupported pattern `segments` falls under (the pattern's own depth,

@@ -10,7 +10,7 @@ use session_core::{
     compaction::summary_request, compaction::tail_turns, compaction::too_large_error, history::ModelTarget,
     history::ToModelOptions, overflow::usable, processor::Outcome,
 };
-use session_llm::{LlmRequest, RequestOptions};
+use session_llm::LlmRequest;
 use tokio_util::sync::CancellationToken;
 
 use super::bus::BusEvent;
@@ -93,7 +93,7 @@ impl Runtime {
             messages: summary_request(head, &target, &prompt),
             tools: Vec::new(),
             max_output_tokens: self.max_output_tokens(&catalog),
-            options: RequestOptions::default(),
+            options: super::request::package_options(&entry.npm),
             cancel: cancel.child_token(),
             session_id: Some(session_id.to_string()),
         };

@@ -2,7 +2,7 @@
 //! the session; the loop asks session-core's `prompt_loop` what to do next and carries it out.
 
 use session_core::prompt_loop::{
-    AfterStep, CompactionGuard, LoopView, NextTask, StructuredSettlement, after_step,
+    AfterStep, CompactionGuard, LoopView, NextTask, StructuredSettlement, after_step, finish_error,
     needs_overflow_compaction, next_task, structured_settlement, with_reminders,
 };
 use session_core::{
@@ -336,36 +336,40 @@ impl Runtime {
             .await?;
         let (outcome, mut message) = (run.outcome, run.message);
         self.mark_summary(session_id, &message.parent_id);
-        if let Some(structured) = &structured {
-            let captured = structured.take();
-            match structured_settlement(captured.is_some(), &message) {
-                StructuredSettlement::Pending => {}
-                settlement => {
-                    if let Some(value) = captured {
-                        message.structured = Some(value);
-                        message.finish.get_or_insert(FinishReason::Stop);
-                    } else if settlement == StructuredSettlement::Missing {
-                        let error = missing_output_error();
-                        self.bus.publish(BusEvent::SessionError {
-                            session_id: session_id.clone(),
-                            error: error.clone(),
-                        });
-                        message.error = Some(error);
-                    }
-                    self.store.upsert_message(&Message::Assistant(message.clone())).await?;
-                    self.bus.publish(BusEvent::assistant(&message));
-                    return Ok(StepEnd::Answer(message));
-                }
-            }
+        // SPEC 12 step 10, in OpenCode 1.18.34's order: a captured structured answer, then a
+        // blocked answer (ContentFilterError), then a reply without the structured answer.
+        let captured = structured.as_ref().and_then(|structured| structured.take());
+        let settlement = match &structured {
+            Some(_) => structured_settlement(captured.is_some(), &message),
+            None => StructuredSettlement::Pending,
+        };
+        let error = match settlement {
+            StructuredSettlement::Captured => None,
+            _ => finish_error(&message)
+                .or_else(|| (settlement == StructuredSettlement::Missing).then(missing_output_error)),
+        };
+        if let Some(value) = captured {
+            message.structured = Some(value);
+            message.finish.get_or_insert(FinishReason::Stop);
+        } else if let Some(error) = &error {
+            message.error = Some(error.clone());
+        } else {
+            // Nothing settled the run: the loop decides as usual.
+            let after = after_step(outcome, &message);
+            return Ok(StepEnd::Continued { message, after, closing_snapshot: run.closing_snapshot });
         }
-        let after = after_step(outcome, &message);
-        Ok(StepEnd::Continued { message, after, closing_snapshot: run.closing_snapshot })
+        self.store.upsert_message(&Message::Assistant(message.clone())).await?;
+        self.bus.publish(BusEvent::assistant(&message));
+        if let Some(error) = error {
+            self.bus.publish(BusEvent::SessionError { session_id: session_id.clone(), error });
+        }
+        Ok(StepEnd::Answer(message))
     }
 }
 
 /// How a step of the loop ended.
 enum StepEnd {
-    /// A structured answer (or its absence) ended the run with this message.
+    /// A structured answer (or its absence) or a blocked answer ended the run with this message.
     Answer(AssistantMessage),
     /// The overflow pre-check wrote a compaction request instead of running the step.
     Compacting,

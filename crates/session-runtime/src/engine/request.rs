@@ -21,6 +21,12 @@ use super::runtime::{ModelSource, PromptInput, ProviderEntry, RuntimeSettings, p
 use super::structured::{STRUCTURED_OUTPUT_INSTRUCTION, StructuredOutput};
 use super::variant::apply_variant;
 
+/// The options every request to a provider of AI SDK package `npm` carries, whatever asks
+/// (a step, a compaction): the field its Chat Completions turns send reasoning back in.
+pub(super) fn package_options(npm: &str) -> RequestOptions {
+    RequestOptions { reasoning_field: session_llm::chat_reasoning_field(npm), ..RequestOptions::default() }
+}
+
 /// What a step's request is built from: the runtime's parts that are not the store.
 #[derive(Clone, Copy)]
 pub(crate) struct RequestSources<'a> {
@@ -164,7 +170,7 @@ impl<'a> RequestSources<'a> {
         let mut options = RequestOptions {
             temperature: agent.temperature,
             top_p: agent.top_p,
-            ..RequestOptions::default()
+            ..package_options(&provider.npm)
         };
         if let Some(variant) = &model.variant {
             let api = Api::from_npm(&provider.npm).unwrap_or(Api::OpenAiChat);

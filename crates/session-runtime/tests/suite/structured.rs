@@ -110,6 +110,50 @@ async fn a_plain_text_reply_to_a_schema_is_a_structured_output_error() {
     server.shutdown().await;
 }
 
+/// A one-turn script whose reply is "Partial" cut off by the provider's content filter.
+fn filtered() -> session_llm::Script {
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+    };
+    let body = chunk(json!({"content": "Partial"}), None)
+        + &chunk(json!({}), Some("content_filter"))
+        + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+    let mut script = script(r#"{"turns": [{"text": "unused"}]}"#);
+    script.turns[0].recorded = Some(body.into());
+    script
+}
+
+#[tokio::test]
+async fn a_content_filter_finish_ends_the_run_with_a_content_filter_error() {
+    // SPEC 12 step 10, as OpenCode 1.18.34 does it (issue 40), and before the structured-output
+    // check: a schema's run blocked by the filter fails with the filter's error.
+    for input in [say("Tell me"), structured("Tell me")] {
+        let server = TestServer::start(filtered()).await.unwrap();
+        let rig = rig(Setup::new(http(&server))).await;
+        let session = rig.runtime.create_session(None).await.unwrap();
+        let mut events = rig.runtime.bus().subscribe();
+        let reply = rig.runtime.prompt(&session.id, input).await.unwrap();
+
+        let expected = MessageError::ContentFilterError {
+            message: "The response was blocked by the provider's content filter".to_owned(),
+        };
+        assert_eq!(reply.error.as_ref(), Some(&expected));
+        assert_eq!(reply.finish, Some(FinishReason::ContentFilter));
+        let stored = history(&rig.store, &session.id).await;
+        let Some(Message::Assistant(last)) = stored.last().map(|m| &m.info) else { panic!("{stored:?}") };
+        assert_eq!(last.error.as_ref(), Some(&expected), "the error is stored on the message");
+        let mut errors = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            if let session_runtime::BusEvent::SessionError { error, .. } = event {
+                errors.push(error);
+            }
+        }
+        assert_eq!(errors, [expected]);
+        assert_eq!(server.requests().len(), 1, "the run ends: no second step, no retry");
+        server.shutdown().await;
+    }
+}
+
 #[tokio::test]
 async fn an_invalid_schema_is_refused_before_anything_is_stored() {
     let server = TestServer::start(script(r#"{"turns": [{"text": "unused"}]}"#)).await.unwrap();
