@@ -11,6 +11,7 @@ mod crash;
 
 mod docs;
 mod release;
+mod toolchain;
 
 /// Crates that would give session-core IO, a runtime, a clock or randomness.
 const IMPURE_CRATES: &[&str] = &[
@@ -88,6 +89,8 @@ fn workspace_root() -> Result<PathBuf> {
 
 fn ci(root: &Path) -> Result<()> {
     let started = Instant::now();
+    // First: the rest of the gate means little if it ran on another toolchain than declared.
+    step("rustc is the declared rust-version", || toolchain::check(root))?;
     step("vendored data equals ../shared", || check_vendored(root))?;
     step("session-core purity", || check_purity(root))?;
     step("rustfmt", || run(root, "cargo", &["fmt", "--all", "--", "--check"], &[]))?;
