@@ -339,15 +339,38 @@ pub fn changelog_section(version: &str, date: &str, since: Option<&str>, commits
     text
 }
 
+/// The heading of the changes written by hand since the last release.
+const UNRELEASED: &str = "## Unreleased";
+
 /// `previous` with `section` placed above the newest release (a title is added when absent).
+/// When the newest section is `## Unreleased` (the changes written by hand, grouped by kind),
+/// it becomes this release's: its entries follow the release's heading, then the commit list,
+/// and an empty `## Unreleased` stays on top for the next changes.
 pub fn insert_changelog(previous: &str, section: &str) -> String {
     const TITLE: &str =
         "# Changelog\n\nEvery release of the workspace, newest first; the crates share one version.\n";
     let previous = if previous.trim().is_empty() { TITLE } else { previous };
-    match previous.find("\n## ") {
-        Some(at) => format!("{}\n{}\n{}", previous[..at].trim_end(), section, &previous[at + 1..]),
-        None => format!("{}\n\n{}", previous.trim_end(), section),
+    let Some(at) = previous.find("\n## ") else {
+        return format!("{}\n\n{}", previous.trim_end(), section);
+    };
+    let (head, newest) = (previous[..at].trim_end(), &previous[at + 1..]);
+    let Some(rest) = newest.strip_prefix(UNRELEASED).filter(|rest| rest.starts_with('\n')) else {
+        return format!("{head}\n{section}\n{newest}");
+    };
+    let (entries, older) = match rest.find("\n## ") {
+        Some(end) => (&rest[..end], &rest[end + 1..]),
+        None => (rest, ""),
+    };
+    let (heading, commits) = section.split_once('\n').unwrap_or((section, ""));
+    let mut text = format!("{head}\n\n{UNRELEASED}\n\n{heading}\n");
+    if !entries.trim().is_empty() {
+        let _ = write!(text, "\n{}\n\n### Commits\n", entries.trim());
     }
+    let _ = write!(text, "\n{}\n", commits.trim());
+    if !older.is_empty() {
+        let _ = write!(text, "\n{older}");
+    }
+    text
 }
 
 /// The root manifest with `[workspace.package] version` and every member's entry in
@@ -641,6 +664,35 @@ mod tests {
     }
 
     #[test]
+    fn the_unreleased_entries_become_the_release() {
+        let commits = [Commit { hash: "abc1234".into(), subject: "store: faster".into() }];
+        let section = changelog_section("0.3.0", "2026-06-01", Some("v0.2.0"), &commits);
+        let previous = "# Changelog\n\nIntro.\n\n## Unreleased\n\n### Added\n\n- A tool. (#7)\n\n\
+                        ## 0.2.0 (2026-05-01)\n\n- Older.\n";
+        assert_eq!(
+            insert_changelog(previous, &section),
+            "# Changelog\n\nIntro.\n\n## Unreleased\n\n## 0.3.0 (2026-06-01)\n\n### Added\n\n\
+             - A tool. (#7)\n\n### Commits\n\nChanges since v0.2.0:\n\n- store: faster (abc1234)\n\n\
+             ## 0.2.0 (2026-05-01)\n\n- Older.\n"
+        );
+        // An empty Unreleased section gives the commit list alone; none at all, the section on top.
+        let empty = insert_changelog("# Changelog\n\n## Unreleased\n", &section);
+        assert_eq!(
+            empty,
+            "# Changelog\n\n## Unreleased\n\n## 0.3.0 (2026-06-01)\n\nChanges since v0.2.0:\n\n\
+             - store: faster (abc1234)\n"
+        );
+        // The next release finds the empty Unreleased section and leaves the older ones alone.
+        let next = changelog_section("0.4.0", "2026-07-01", Some("v0.3.0"), &[]);
+        let again = insert_changelog(&empty, &next);
+        assert!(again.starts_with("# Changelog\n\n## Unreleased\n\n## 0.4.0 (2026-07-01)\n"), "{again}");
+        assert!(
+            again
+                .ends_with("\n## 0.3.0 (2026-06-01)\n\nChanges since v0.2.0:\n\n- store: faster (abc1234)\n")
+        );
+    }
+
+    #[test]
     fn checksums_are_in_sha256sum_format() {
         assert_eq!(
             checksum_line(b"abc", "x.tar.gz"),
@@ -763,6 +815,8 @@ mod tests {
             "completions/_session.ps1",
             "README.md",
             "CHANGELOG.md",
+            "LICENSE-MIT",
+            "LICENSE-APACHE",
         ] {
             assert!(
                 listing.lines().any(|line| line == format!("{folder}/{entry}")),
