@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo xtask bench [--only micro,e2e,peers,load] [--sessions N]
-//!                                      every part, then issue 25's aims judged on this run's
+//!                                      every part, then the performance aims judged on this run's
 //!                                      figures -> bench.md, bench.json
 //! cargo xtask bench micro              criterion benches of the crates -> micro.{md,json}
 //! cargo xtask bench e2e [--runs N] [--scripts short,long] [--bin PATH] [--snapshots off|on|both]

@@ -1,4 +1,4 @@
-//! Issue 25's aims, each judged on the figures of one `cargo xtask bench` run: the CPU and
+//! The performance aims (docs/performance.md), each judged on the figures of one `cargo xtask bench` run: the CPU and
 //! first-request ratios against Codex (from the side by side), the cost of snapshots (end to
 //! end), the load run's scale and the micro benches' throughputs.
 
@@ -70,7 +70,7 @@ pub(crate) struct Figures<'a> {
     pub(crate) load: Option<&'a [LoadReport]>,
 }
 
-/// Every aim of the issue, judged on `figures`.
+/// Every aim, judged on `figures`.
 pub(crate) fn judge(figures: Figures<'_>) -> Vec<Aim> {
     let mut aims = Vec::new();
     peer_aims(figures.peers, &mut aims);
@@ -209,8 +209,7 @@ fn micro_aims(micro: Option<&Micro>, aims: &mut Vec<Aim>) {
 
 /// The aims as a markdown table.
 pub(crate) fn markdown(md: &mut String, aims: &[Aim]) {
-    let _ =
-        writeln!(md, "## Aims (issue 25), judged on this run\n\n| aim | measured | verdict |\n|---|---|---|");
+    let _ = writeln!(md, "## Aims, judged on this run\n\n| aim | measured | verdict |\n|---|---|---|");
     for aim in aims {
         let verdict = match aim.verdict {
             Verdict::Met => "met",

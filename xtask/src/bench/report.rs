@@ -92,7 +92,7 @@ pub(crate) enum Section {
     Peers(Peers),
     /// The load runs, one per backend.
     Load(Vec<LoadReport>),
-    /// Issue 25's aims judged on the other sections, and the parts that could not run.
+    /// The performance aims judged on the other sections, and the parts that could not run.
     Aims {
         /// Every aim.
         aims: Vec<Aim>,

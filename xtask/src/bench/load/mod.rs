@@ -1,4 +1,4 @@
-//! `cargo xtask bench --load [--sessions N] [--db sqlite|postgres|both]`: issue 12's load test.
+//! `cargo xtask bench --load [--sessions N] [--db sqlite|postgres|both]`: the load test.
 //!
 //! The release `session serve` runs against the loopback test server, whose one scripted reply
 //! streams `--chunks` text chunks with a `--delay-ms` pause before each. Every chunk is one
