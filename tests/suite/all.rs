@@ -21,5 +21,6 @@ mod sandbox;
 mod security;
 mod serve_sdk;
 mod serve_slow;
+mod skills;
 mod task;
 mod tui;

@@ -27,6 +27,7 @@ pub mod run_json;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;
+pub mod skills;
 pub mod stats;
 mod status_line;
 pub mod terminal;

@@ -129,6 +129,8 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Lists the skills the model is offered (`list`): where each came from, the files skipped.
+    Skills(session_cli::skills::SkillsArgs),
     /// Lists the configured MCP servers (state, tools, last error) or calls one tool.
     Mcp {
         #[command(subcommand)]
@@ -588,10 +590,8 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Trust { path, remove, list } => {
             let env: std::collections::HashMap<String, String> = std::env::vars().collect();
             let home = env.get("HOME").map(PathBuf::from);
-            let folder = match path {
-                Some(path) => path,
-                None => std::env::current_dir().context("cannot read the working directory")?,
-            };
+            let here = || std::env::current_dir().context("cannot read the working directory");
+            let folder = path.map_or_else(here, Ok)?;
             let action = if list {
                 session_cli::trust::TrustAction::List
             } else if remove {
@@ -601,6 +601,9 @@ fn run(command: Command) -> Result<ExitCode> {
             };
             session_cli::trust::trust(&action, &env, home.as_deref(), &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Skills(args) => {
+            session_cli::skills::main(&setup_here(None)?, args, &mut std::io::stdout().lock())
         }
         Command::Mcp { action } => {
             let setup = setup_here(None)?;

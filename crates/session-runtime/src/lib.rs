@@ -31,16 +31,18 @@ pub use compose::{
     Assembled, AttachError, ComposeError, ConfiguredModels, InstructionSources, MAX_ATTACHMENT_BYTES,
     ResolvedProvider, RuntimeBuilder, RuntimeSetup, StaticModels, assemble, assemble_sending, attach_file,
     attach_opened, config_sources, configured_agents, default_agent, instruction_files, instructions_text,
-    load_config, mcp_manager, open_store, project_root, user_dir,
+    load_config, load_skills, mcp_manager, open_store, project_root, user_dir,
 };
 pub use config::{
     AgentConfig, AgentMode, CommandConfig, Config, ConfigError, ConfigLayer, ConfigSources, ConfigWarning,
-    CostTierConfig, ExperimentalConfig, FsResolver, KeyOrigin, LoadedConfig, McpKind, McpServerConfig,
-    ModelConfig, ModelCostConfig, ModelLimitConfig, PricesConfig, ProviderConfig, ProviderOptions, Resolver,
-    Restrictions, SandboxConfig, ServerConfig, ServerFolders, ShellEnvConfig, SnapshotRetentionConfig,
-    TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver, WarningReason, api_for_package, combine,
-    discover, discover_from, discover_in, key_origins, load, load_layers, mcp_servers, merge, parse_layer,
-    restrict_after, restrict_untrusted, substitute, user_config_dir,
+    CostTierConfig, ExperimentalConfig, FsResolver, KeyOrigin, LoadedConfig, LoadedSkill, MAX_SKILL_BYTES,
+    MAX_SKILLS, MAX_SKILLS_BYTES, McpKind, McpServerConfig, ModelConfig, ModelCostConfig, ModelLimitConfig,
+    PricesConfig, ProviderConfig, ProviderOptions, Resolver, Restrictions, SLASH_METADATA, SandboxConfig,
+    ServerConfig, ServerFolders, ShellEnvConfig, Skill, SkillFolder, SkillProblem, SkillScope, SkillSearch,
+    SkillSet, SnapshotRetentionConfig, TRUST_FILE, TierConfig, Timeout, TrustList, UntrustedResolver,
+    WarningReason, api_for_package, check_name, combine, discover, discover_from, discover_in, key_origins,
+    load, load_layers, mcp_servers, merge, parse_layer, restrict_after, restrict_untrusted, skill_folders,
+    substitute, user_config_dir,
 };
 pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, CommandInput, EXPLORE_PROMPT, GENERAL_PROMPT, GitSnapshotter,

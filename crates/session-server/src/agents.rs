@@ -1,6 +1,7 @@
 //! The agents and commands clients offer in their pickers: `GET /agent` and `GET /command`
 //! in OpenCode 1.18's shapes, `GET /api/agent`, `/api/command` and `/api/skill` in the v2
-//! ones, and `GET /skill` (this server has no skills: an empty list).
+//! ones, and `GET /skill`: the skills the runtime loaded, and those marked as slash commands
+//! among the commands (source `skill`), where OpenCode's clients look for them.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use axum::extract::{Query, State};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use session_core::permission::Rule;
-use session_runtime::{Agent, AgentMode, CommandConfig, parse_model_ref};
+use session_runtime::{Agent, AgentMode, CommandConfig, LoadedSkill, parse_model_ref};
 
 use crate::AppState;
 use crate::error::ServerError;
@@ -132,6 +133,20 @@ pub(crate) struct CommandInfo<'a> {
 }
 
 impl<'a> CommandInfo<'a> {
+    /// A skill marked as a slash command, as OpenCode lists a skill's command.
+    fn skill(skill: &'a LoadedSkill, template: &'a str) -> Self {
+        Self {
+            name: &skill.skill.name,
+            description: Some(&skill.skill.description),
+            agent: None,
+            model: None,
+            source: "skill",
+            template,
+            subtask: None,
+            hints: Vec::new(),
+        }
+    }
+
     fn new(name: &'a str, command: &'a CommandConfig) -> Self {
         Self {
             name,
@@ -146,23 +161,69 @@ impl<'a> CommandInfo<'a> {
     }
 }
 
-/// `GET /command`: the configured commands (`command.<name>` and markdown commands).
+/// The skills marked as slash commands that no configured command's name hides, with their
+/// templates.
+fn skill_commands(state: &AppState) -> Vec<(&LoadedSkill, String)> {
+    let commands = state.runtime.commands();
+    state
+        .runtime
+        .skills()
+        .commands()
+        .filter(|skill| !commands.contains_key(&skill.skill.name))
+        .map(|skill| (skill, skill.command_template()))
+        .collect()
+}
+
+/// `GET /command`: the configured commands (`command.<name>` and markdown commands), then the
+/// skills marked as slash commands.
 pub(crate) async fn commands(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ServerError> {
     query(q)?;
-    let body: Vec<CommandInfo<'_>> =
-        state.runtime.commands().iter().map(|(name, command)| CommandInfo::new(name, command)).collect();
+    let skills = skill_commands(&state);
+    let body: Vec<CommandInfo<'_>> = state
+        .runtime
+        .commands()
+        .iter()
+        .map(|(name, command)| CommandInfo::new(name, command))
+        .chain(skills.iter().map(|(skill, template)| CommandInfo::skill(skill, template)))
+        .collect();
     serde_json::to_value(body).map(Json).map_err(|e| ServerError::Internal(e.to_string()))
 }
 
-/// `GET /skill`: this server has no skills.
+/// OpenCode's skill (`GET /skill`), and the v2 `SkillV2Info` with `slash`.
+#[derive(Debug, Serialize)]
+pub(crate) struct SkillInfo<'a> {
+    name: &'a str,
+    description: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slash: Option<bool>,
+    location: String,
+    content: &'a str,
+}
+
+impl<'a> SkillInfo<'a> {
+    fn new(skill: &'a LoadedSkill, v2: bool) -> Self {
+        Self {
+            name: &skill.skill.name,
+            description: &skill.skill.description,
+            slash: v2.then_some(skill.slash),
+            location: skill.skill.location.display().to_string(),
+            content: &skill.skill.content,
+        }
+    }
+}
+
+/// `GET /skill`: the skills the runtime loaded, by name.
 pub(crate) async fn skills(
+    State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Vec<Value>>, ServerError> {
+) -> Result<Json<Value>, ServerError> {
     query(q)?;
-    Ok(Json(Vec::new()))
+    let body: Vec<SkillInfo<'_>> =
+        state.runtime.skills().skills().iter().map(|skill| SkillInfo::new(skill, false)).collect();
+    serde_json::to_value(body).map(Json).map_err(|e| ServerError::Internal(e.to_string()))
 }
 
 /// The v2 `ModelRef`.
@@ -279,17 +340,29 @@ pub(crate) async fn v2_commands(
             model: model_ref_v2(command.model.as_deref(), None),
             subtask: command.subtask,
         })
+        .chain(skill_commands(&state).into_iter().map(|(skill, template)| CommandV2 {
+            name: skill.skill.name.clone(),
+            template,
+            description: Some(skill.skill.description.clone()),
+            agent: None,
+            model: None,
+            subtask: None,
+        }))
         .collect();
     Ok(Json(Located::new(&state, data)))
 }
 
-/// `GET /api/skill`: no skills.
+/// `GET /api/skill`: the skills the runtime loaded, by name.
 pub(crate) async fn v2_skills(
     State(state): Shared,
     q: Result<Query<LocationQuery>, QueryRejection>,
-) -> Result<Json<Located<Vec<Value>>>, ServerError> {
+) -> Result<Json<Value>, ServerError> {
     query(q)?;
-    Ok(Json(Located::new(&state, Vec::new())))
+    let data: Vec<SkillInfo<'_>> =
+        state.runtime.skills().skills().iter().map(|skill| SkillInfo::new(skill, true)).collect();
+    serde_json::to_value(Located::new(&state, data))
+        .map(Json)
+        .map_err(|e| ServerError::Internal(e.to_string()))
 }
 
 #[cfg(test)]

@@ -62,5 +62,9 @@ pub use tools::{
     MAX_OUTPUT_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES, MAX_READ_BYTES, MAX_TIMEOUT_MS, RESULT_LIMIT,
     ReadTool, TodoReadTool, TodoWriteTool, WriteTool, builtin_registry, builtin_tools, walk_project,
 };
+pub use tools::{
+    SKILL_FILE, SKILL_FILES_LISTED, SKILL_TOOL, Skill, SkillTool, available_skills, skill_output,
+    skills_prompt,
+};
 pub use tracker::{CLEANUP_GRACE, CallHandle, CallTracker, Settlement, ToolCompletion, ToolUpdate};
 pub use workspace::{ResolvedPath, Workspace};

@@ -182,6 +182,8 @@ pub struct App {
     pub context: Vec<String>,
     /// Configured commands: name and description.
     pub commands: Vec<(String, String)>,
+    /// What `/skills` shows: the skills and the files skipped.
+    pub skills: String,
     /// The transcript's area and the part under each row at the last frame (for clicks).
     pub transcript_area: Rect,
     /// See [`App::transcript_area`].
@@ -223,6 +225,7 @@ impl App {
             pastes: Vec::new(),
             context: Vec::new(),
             commands: Vec::new(),
+            skills: String::new(),
             transcript_area: Rect::default(),
             row_parts: Vec::new(),
         }
@@ -427,6 +430,11 @@ impl App {
             Slash::Builtin(Builtin::Export) => vec![Effect::Export],
             Slash::Builtin(Builtin::Help) => {
                 self.transcript.note(NoteKind::Info, help(&self.commands));
+                self.scroll = 0;
+                Vec::new()
+            }
+            Slash::Builtin(Builtin::Skills) => {
+                self.transcript.note(NoteKind::Info, self.skills.trim_end().to_owned());
                 self.scroll = 0;
                 Vec::new()
             }

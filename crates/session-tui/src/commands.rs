@@ -19,6 +19,8 @@ pub enum Builtin {
     Agent,
     /// `/export`: write the session as JSON.
     Export,
+    /// `/skills`: the skills the model can load, and the files skipped.
+    Skills,
     /// `/help`: the commands and keys.
     Help,
     /// `/exit`: quit.
@@ -35,6 +37,7 @@ pub const BUILTINS: &[(&str, Builtin, &str)] = &[
     ("model", Builtin::Model, "pick the model for the next prompts"),
     ("agent", Builtin::Agent, "pick the agent for the next prompts"),
     ("export", Builtin::Export, "write the session as JSON to session-<id>.json here"),
+    ("skills", Builtin::Skills, "list the skills the model can load, and the files skipped"),
     ("help", Builtin::Help, "show the commands and keys"),
     ("exit", Builtin::Exit, "quit (also /quit)"),
 ];

@@ -210,6 +210,46 @@ fn keys_send_interrupt_quit_undo_and_recall_history() {
 }
 
 #[test]
+fn the_skills_list() {
+    use session_runtime::{LoadedSkill, Skill, SkillProblem, SkillScope, SkillSet};
+    use std::path::PathBuf;
+    let skill = |name: &str, description: &str, location: &str, scope, slash| LoadedSkill {
+        skill: Skill {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            location: PathBuf::from(location),
+            content: "Steps.".into(),
+        },
+        scope,
+        license: None,
+        allowed_tools: Vec::new(),
+        metadata: Default::default(),
+        slash,
+    };
+    let set = SkillSet::new(
+        vec![
+            skill(
+                "release",
+                "Cuts a release",
+                "/p/.opencode/skills/release/SKILL.md",
+                SkillScope::Project,
+                true,
+            ),
+            skill("pdf", "Fills PDF forms", "/home/me/.claude/skills/pdf/SKILL.md", SkillScope::User, false),
+        ],
+        vec![SkillProblem::new(
+            std::path::Path::new("/p/.claude/skills/bad/SKILL.md"),
+            "no `name` in the front matter",
+        )],
+    );
+    let mut app = app(Vec::new());
+    app.skills = set.report();
+    typed(&mut app, "/skills");
+    assert!(app.key(key(KeyCode::Enter), &fixtures::root()).is_empty());
+    insta::assert_snapshot!(frame(&mut app, 80, 16));
+}
+
+#[test]
 fn a_large_paste_is_kept_aside_and_sent_whole() {
     let mut app = app(Vec::new());
     let big: String = (0..50).map(|i| format!("line {i}\n")).collect();

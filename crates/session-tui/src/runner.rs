@@ -70,6 +70,7 @@ pub async fn run(assembled: Assembled, asks: AskReceiver, options: TuiOptions) -
     };
     let mut app = App::new(Theme::from_no_color(options.no_color.as_deref()), transcript, status);
     app.commands = choices.commands.clone();
+    app.skills = choices.skills.clone();
     app.history =
         crate::transcript::user_messages(&app.transcript).into_iter().map(|(_, text)| text).collect();
     let handles = Handles {

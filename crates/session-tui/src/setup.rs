@@ -1,5 +1,6 @@
 //! What the UI gathers before it opens: the session to show (`--session`, `--continue` or a
-//! new one), the model and agent lists for the pickers, the model's context window.
+//! new one), the model and agent lists for the pickers, the model's context window, the
+//! commands and the skills.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -21,8 +22,10 @@ pub struct Choices {
     pub agents: Vec<PickerItem>,
     /// The agent a prompt that names none runs with.
     pub default_agent: String,
-    /// Configured commands: name and description.
+    /// Configured commands (then the skills marked as commands): name and description.
     pub commands: Vec<(String, String)>,
+    /// What `/skills` shows.
+    pub skills: String,
     /// Context windows by `provider/model`.
     limits: std::collections::HashMap<String, u64>,
 }
@@ -90,6 +93,15 @@ pub fn choices(setup: &RuntimeSetup, runtime: &Runtime) -> Result<Choices> {
         .iter()
         .map(|(name, command)| (name.clone(), command.description.clone().unwrap_or_default()))
         .collect();
+    let skills = runtime.skills();
+    let hidden: BTreeSet<String> = choices.commands.iter().map(|(name, _)| name.clone()).collect();
+    choices.commands.extend(
+        skills
+            .commands()
+            .filter(|skill| !hidden.contains(&skill.skill.name))
+            .map(|skill| (skill.skill.name.clone(), skill.skill.description.clone())),
+    );
+    choices.skills = skills.report();
     Ok(choices)
 }
 

@@ -164,8 +164,9 @@ impl Runner {
                     .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
                     .env("OPENCODE_DISABLE_SHARE", "1")
                     .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
-                    .env("OPENCODE_DISABLE_CLAUDE_CODE", "1")
-                    .env("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1")
+                    // Not CLAUDE.md (we read it elsewhere), but `.claude/skills` and
+                    // `.agents/skills`, as we do (the home folder is empty).
+                    .env("OPENCODE_DISABLE_CLAUDE_CODE_PROMPT", "1")
                     // OpenCode installs its plugin package into the config folder at start;
                     // a dead registry keeps that (and anything else) off the network.
                     .env("npm_config_registry", "http://127.0.0.1:9/");

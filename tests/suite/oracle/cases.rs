@@ -22,6 +22,8 @@ pub(crate) struct Case {
     recorded: Vec<(usize, String)>,
     files: Vec<(&'static str, String)>,
     config: Value,
+    /// Path patterns whose differences no allowance explains in this case.
+    pub exact: Vec<&'static str>,
 }
 
 impl Case {
@@ -35,7 +37,15 @@ impl Case {
             recorded: Vec::new(),
             files: Vec::new(),
             config: json!({}),
+            exact: Vec::new(),
         }
+    }
+
+    /// Differences under `pattern` fail this case even where an allowance lists them for
+    /// every case (what the case is about must agree).
+    fn exact(mut self, pattern: &'static str) -> Self {
+        self.exact.push(pattern);
+        self
     }
 
     /// Turn `turn` (0-based) streams `sse` (OpenAI Chat chunks) as recorded.
@@ -429,6 +439,31 @@ pub(crate) fn all() -> Vec<Case> {
         Case::new("empty_reply", "a step with no text and no calls", "Nothing", json!([
             {"text": ""}
         ])),
+        // Issue 41: skills of `.opencode/skills` and `.claude/skills`, one denied.
+        Case::new("skills", "issue 41: skills listed, loaded, one denied", "Skills", json!([
+            {"calls": [{"name": "skill", "arguments": {"name": "pdf"}}]},
+            {"calls": [{"name": "skill", "arguments": {"name": "release"}}]},
+            {"calls": [{"name": "skill", "arguments": {"name": "secret"}}]},
+            done_turn()
+        ]))
+        .file(".opencode/skills/release/SKILL.md", "---\nname: release\ndescription: Cuts a release\nlicense: MIT\n---\n\n# Release\n\nRun scripts/tag.sh, then push.\n\n")
+        .file(".opencode/skills/release/scripts/tag.sh", "git tag v1\n")
+        .file(".claude/skills/pdf/SKILL.md", "---\nname: pdf\ndescription: Fills <PDF> forms & more\n---\nUse forms.py.\n")
+        .file(".claude/skills/pdf/forms.py", "print('fill')\n")
+        .file(".opencode/skills/secret/SKILL.md", "---\nname: secret\ndescription: Never offered\n---\nHidden.\n")
+        .config(json!({"permission": {"skill": {"secret": "deny"}}}))
+        .exact("sent/main/*/body/skills/pdf/**")
+        .exact("sent/main/*/body/skills/release/**")
+        .exact("sent/main/*/body/skills/secret/**")
+        .exact("sent/main/*/body/tools/skill/type")
+        .exact("sent/main/*/body/tools/skill/properties/**")
+        .exact("sent/main/*/body/tools/skill/required")
+        .exact("stored/messages/*/parts/*/state/output")
+        .exact("stored/messages/*/parts/*/state/title")
+        .exact("stored/messages/*/parts/*/state/error")
+        .exact("stored/messages/*/parts/*/state/metadata/name")
+        .exact("stored/messages/*/parts/*/state/metadata/dir")
+        .exact("printed/*/lines/*/part/state/output"),
     ]
 }
 

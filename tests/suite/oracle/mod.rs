@@ -57,6 +57,7 @@ enum Outcome {
 struct CaseResult {
     name: &'static str,
     about: &'static str,
+    exact: Vec<&'static str>,
     differences: Vec<Difference>,
     opencode: Capture,
     session: Capture,
@@ -72,11 +73,20 @@ async fn run_case(case: cases::Case, saved: Option<&Value>) -> CaseResult {
     diff("sent", &opencode.sent, &session.sent, &mut differences);
     let printed = |capture: &Capture| normalize::printed_in_call_order(&capture.printed);
     diff("printed", &printed(&opencode), &printed(&session), &mut differences);
-    CaseResult { name: case.name, about: case.about, differences, opencode, session }
+    CaseResult { name: case.name, about: case.about, exact: case.exact, differences, opencode, session }
 }
 
-/// The first entry of `lists` that explains `difference` in `case`.
-fn explain<'a>(lists: &'a [&'a [Allowed]], case: &str, difference: &Difference) -> Option<&'a Allowed> {
+/// The first entry of `lists` that explains `difference` in `case`; none for a path the case
+/// wants exact.
+fn explain<'a>(
+    lists: &'a [&'a [Allowed]],
+    case: &str,
+    exact: &[&str],
+    difference: &Difference,
+) -> Option<&'a Allowed> {
+    if exact.iter().any(|pattern| path_matches(pattern, &difference.path)) {
+        return None;
+    }
     lists
         .iter()
         .flat_map(|list| list.iter())
@@ -123,7 +133,7 @@ async fn opencode_and_session_differ_only_where_the_lists_say() {
         let mut per_channel = [Outcome::Same; 3];
         for difference in &result.differences {
             let channel = CHANNELS.iter().position(|c| difference.path.starts_with(c)).unwrap_or(0);
-            let outcome = match explain(&lists, result.name, difference) {
+            let outcome = match explain(&lists, result.name, &result.exact, difference) {
                 Some(entry) => {
                     let index = all_entries.iter().position(|e| std::ptr::eq(*e, entry)).unwrap();
                     used[index] = true;

@@ -94,8 +94,9 @@ fn replace_ids(text: &str, prefix: &str) -> String {
 }
 
 /// A request body as the comparison sees it: the wording of system prompts and tool
-/// descriptions hidden, the system messages counted, the other messages in order, each tool's
-/// parameters by the tool's name.
+/// descriptions hidden, the system messages counted and the skills they list kept (by name:
+/// description and location), the other messages in order, each tool's parameters by the
+/// tool's name.
 pub(crate) fn request_body(body: &Value) -> Value {
     let mut body = body.clone();
     if let Some(messages) = body.get("messages").and_then(Value::as_array).cloned() {
@@ -103,6 +104,8 @@ pub(crate) fn request_body(body: &Value) -> Value {
             messages.into_iter().partition(|m| m["role"] == "system");
         body["messages"] = Value::from(rest);
         body["system_messages"] = Value::from(system.len());
+        let text: String = system.iter().filter_map(|m| m["content"].as_str()).collect();
+        body["skills"] = Value::Object(listed_skills(&text));
     }
     if let Some(tools) = body.get_mut("tools").and_then(Value::as_array_mut) {
         let mut by_name = Map::new();
@@ -117,6 +120,28 @@ pub(crate) fn request_body(body: &Value) -> Value {
         body["tools"] = Value::Object(by_name);
     }
     body
+}
+
+/// The skills a system prompt lists in its `<available_skills>` block, by name.
+fn listed_skills(system: &str) -> Map<String, Value> {
+    let field = |block: &str, tag: &str| {
+        let open = format!("<{tag}>");
+        let start = block.find(&open)? + open.len();
+        let end = block[start..].find(&format!("</{tag}>"))? + start;
+        Some(block[start..end].to_owned())
+    };
+    let mut skills = Map::new();
+    let Some(start) = system.find("<available_skills>") else { return skills };
+    let end = system[start..].find("</available_skills>").map_or(system.len(), |e| start + e);
+    for block in system[start..end].split("<skill>").skip(1) {
+        let Some(name) = field(block, "name") else { continue };
+        let entry = serde_json::json!({
+            "description": field(block, "description"),
+            "location": field(block, "location"),
+        });
+        skills.insert(name, entry);
+    }
+    skills
 }
 
 fn hide_descriptions(value: &mut Value) {

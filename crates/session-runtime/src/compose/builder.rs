@@ -17,7 +17,7 @@ use crate::engine::{
 
 impl RuntimeSettings {
     /// Settings with SPEC's defaults: default compaction, denials stop the loop, the 32 000
-    /// output-token ceiling, no extra instructions, and no title requests (a runtime calls no
+    /// output-token ceiling, no extra instructions, no skills, and no title requests (a runtime calls no
     /// model it was not asked to).
     pub fn new(default_model: ModelRef, worktree: impl Into<PathBuf>) -> Self {
         Self {
@@ -29,6 +29,7 @@ impl RuntimeSettings {
             instructions: None,
             default_agent: None,
             commands: indexmap::IndexMap::new(),
+            skills: Arc::default(),
             compaction_model: None,
             titles: false,
             small_model: None,

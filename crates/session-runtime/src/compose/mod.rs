@@ -21,6 +21,6 @@ pub use error::ComposeError;
 pub use instructions::{InstructionSources, instruction_files, instructions_text};
 pub use models::{ConfiguredModels, ResolvedProvider, StaticModels};
 pub use setup::{
-    Assembled, RuntimeSetup, assemble, assemble_sending, config_sources, load_config, mcp_manager,
-    open_store, project_root, user_dir,
+    Assembled, RuntimeSetup, assemble, assemble_sending, config_sources, load_config, load_skills,
+    mcp_manager, open_store, project_root, user_dir,
 };

@@ -12,7 +12,8 @@ use session_llm::Catalog;
 use session_mcp::{McpManager, SandboxAt};
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{
-    PermissionAsker, PermissionEngine, Sandbox, ToolExecutor, ToolOutputDir, Workspace, builtin_registry,
+    PermissionAsker, PermissionEngine, Sandbox, SkillTool, ToolExecutor, ToolOutputDir, Workspace,
+    builtin_registry,
 };
 
 use super::ComposeError;
@@ -21,8 +22,8 @@ use super::instructions::{InstructionSources, instruction_files, instructions_te
 use super::models::ConfiguredModels;
 use crate::config::WarningReason;
 use crate::config::{
-    ConfigSources, ConfigWarning, FsResolver, LoadedConfig, ServerConfig, ServerFolders, TrustList,
-    discover_from, load, mcp_servers, user_config_dir,
+    ConfigSources, ConfigWarning, FsResolver, LoadedConfig, ServerConfig, ServerFolders, SkillSearch,
+    SkillSet, TrustList, discover_from, load, mcp_servers, skill_folders, user_config_dir,
 };
 use crate::engine::{
     GitSnapshotter, ModelSource, NoSnapshots, PromptInput, RequestAhead, RequestSources, Runtime,
@@ -138,6 +139,34 @@ pub fn config_sources(setup: &RuntimeSetup) -> (ConfigSources, FsResolver) {
     sources.trusted = trust.trusted;
     let resolver = FsResolver::new(setup.env.clone(), setup.home.clone());
     (sources, resolver)
+}
+
+/// The skills a runtime of `setup` loads (see [`crate::config::skill_folders`]): the user's
+/// folders (ours, OpenCode's `~/.config/opencode`, `~/.claude/skills`, `~/.agents/skills`) and
+/// the project's, these under the trust rules of the project folder.
+pub fn load_skills(setup: &RuntimeSetup) -> SkillSet {
+    let (sources, _) = config_sources(setup);
+    skills_of(setup, &sources)
+}
+
+fn skills_of(setup: &RuntimeSetup, sources: &ConfigSources) -> SkillSet {
+    let opencode_dir = setup
+        .env
+        .get("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(|dir| PathBuf::from(dir).join("opencode"))
+        .or_else(|| setup.home.as_ref().map(|home| home.join(".config").join("opencode")));
+    let user_dirs: Vec<PathBuf> =
+        opencode_dir.into_iter().chain(user_dir(&setup.env, setup.home.as_deref())).collect();
+    let search = SkillSearch {
+        cwd: &setup.cwd,
+        project_root: sources.project_root.as_deref().unwrap_or(&setup.cwd),
+        home: setup.home.as_deref(),
+        user_dirs: &user_dirs,
+        // `is_trusted` takes a file of the folder.
+        trusted: sources.is_trusted(&setup.cwd.join("session.json")),
+    };
+    SkillSet::load(&skill_folders(&search))
 }
 
 /// The MCP servers the configuration of `setup`'s project names, none started (for
@@ -262,15 +291,20 @@ pub async fn assemble_sending(
     // As OpenCode 1.18.34's agents do, every agent reads and greps the outputs saved in the
     // data folder without an `external_directory` ask (bash names them when it cuts one).
     let tool_output = ToolOutputDir::in_data_dir(&setup.data_dir);
+    let skills = Arc::new(skills_of(setup, &sources));
+    // So do they read the folders of the skills (their scripts and references).
     let paths = session_core::permission::AgentPaths {
         tool_output_glob: Some(format!("{}/*", tool_output.path().display())),
+        skill_globs: skills.folder_globs(),
         ..Default::default()
     };
     let agents = configured_agents_with(&config, home.as_deref(), &paths)?;
     let mut registry = builtin_registry()?;
     let task = Arc::new(TaskTool::new(&agents));
-    // Its schema is fixed in code and tested against the meta-schema (engine/task.rs).
+    // Their schemas are fixed in code and tested against the meta-schema (engine/task.rs,
+    // session-tools' skill tool).
     registry.register_builtin(task.clone());
+    registry.register_builtin(Arc::new(SkillTool::new(skills.tool_skills())));
     // MCP servers start when the first model request needs tools, not here.
     // Local servers whose config says `sandbox: true` run under the same sandbox.
     let mcp = Arc::new(McpManager::confined(mcp_specs(&config, setup, &sources)?, at));
@@ -291,6 +325,7 @@ pub async fn assemble_sending(
     settings.continue_loop_on_deny = config.continue_loop_on_deny();
     settings.default_agent = Some(default_agent(&config, &agents)?);
     settings.commands = config.command.clone();
+    settings.skills = skills.clone();
     let root = project_root(&setup.cwd);
     let user_dir = user_dir(&setup.env, setup.home.as_deref());
     let instruction_sources = InstructionSources {
@@ -352,7 +387,7 @@ pub async fn assemble_sending(
         model,
         database,
         server: config.server.clone(),
-        warnings: loaded.warnings,
+        warnings: loaded.warnings.into_iter().chain(skills.warnings()).collect(),
         mcp,
         sandbox_warning,
         ahead,

@@ -113,6 +113,9 @@ pub enum WarningReason {
     /// (a symlink out of the project or the user's config folder) and was not read; the key
     /// says where it leads.
     Outside,
+    /// A skill file that was not loaded (no name or description, a name against the rules, a
+    /// duplicate, too large, a link out of its folder); the key says why.
+    Skill,
 }
 
 impl ConfigWarning {
@@ -140,6 +143,7 @@ impl fmt::Display for ConfigWarning {
                 self.key
             ),
             WarningReason::Outside => write!(f, "{}: not read: {}", self.path.display(), self.key),
+            WarningReason::Skill => write!(f, "{}: skill: {}", self.path.display(), self.key),
             WarningReason::Untrusted => write!(
                 f,
                 "{}: {} ignored: this folder is not trusted (run `session trust` to apply its config in full)",

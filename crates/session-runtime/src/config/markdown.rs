@@ -112,7 +112,10 @@ pub(crate) fn markdown_layer(path: &Path, root: &Path) -> Result<Option<ConfigLa
 }
 
 /// The front matter's fields and the body; a file without front matter is all body.
-fn split_front_matter<'a>(text: &'a str, path: &Path) -> Result<(Map<String, Value>, &'a str), ConfigError> {
+pub(crate) fn split_front_matter<'a>(
+    text: &'a str,
+    path: &Path,
+) -> Result<(Map<String, Value>, &'a str), ConfigError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some(rest) =
         text.strip_prefix("---").filter(|rest| rest.starts_with('\n') || rest.starts_with("\r\n"))

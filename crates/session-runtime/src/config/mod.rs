@@ -40,6 +40,7 @@ mod origin;
 mod package;
 mod restrict;
 mod sandbox;
+mod skills;
 mod substitute;
 mod trust;
 mod types;
@@ -56,6 +57,10 @@ pub use origin::{KeyOrigin, key_origins};
 pub use package::api_for_package;
 pub use restrict::{Restrictions, restrict_after};
 pub use sandbox::SandboxConfig;
+pub use skills::{
+    LoadedSkill, MAX_SKILL_BYTES, MAX_SKILLS, MAX_SKILLS_BYTES, SLASH_METADATA, Skill, SkillFolder,
+    SkillProblem, SkillScope, SkillSearch, SkillSet, check_name, skill_folders,
+};
 pub(crate) use substitute::read_regular_file_within;
 pub use substitute::{FsResolver, Resolver, substitute};
 pub use trust::{TRUST_FILE, TrustList, UntrustedResolver, restrict_untrusted};

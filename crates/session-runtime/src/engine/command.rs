@@ -82,14 +82,39 @@ impl Runtime {
         &self.settings.commands
     }
 
+    /// The skills of the runtime (the system prompt's, the `skill` tool's, `/skills`').
+    pub fn skills(&self) -> &crate::config::SkillSet {
+        &self.settings.skills
+    }
+
     /// The prompt a command makes: its template filled in, its agent and model (else the
-    /// caller's).
+    /// caller's). A skill marked as a slash command answers to its name when no configured
+    /// command has it.
     pub fn command_prompt(&self, input: &CommandInput) -> Result<PromptInput, RuntimeError> {
-        let command =
-            self.settings.commands.get(&input.command).ok_or_else(|| RuntimeError::CommandNotFound {
-                name: input.command.clone(),
-                available: self.settings.commands.keys().cloned().collect::<Vec<_>>().join(", "),
-            })?;
+        let Some(command) = self.settings.commands.get(&input.command) else {
+            let skill = self.settings.skills.commands().find(|skill| skill.skill.name == input.command);
+            let Some(skill) = skill else {
+                let skills = self.settings.skills.commands().map(|skill| skill.skill.name.clone());
+                return Err(RuntimeError::CommandNotFound {
+                    name: input.command.clone(),
+                    available: self
+                        .settings
+                        .commands
+                        .keys()
+                        .cloned()
+                        .chain(skills)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            };
+            return Ok(PromptInput {
+                text: expand_template(&skill.command_template(), &input.arguments),
+                agent: input.agent.clone(),
+                model: input.model.clone(),
+                variant: input.variant.clone(),
+                ..PromptInput::default()
+            });
+        };
         let model = match &command.model {
             Some(reference) => Some(parse_model_ref(reference).ok_or_else(|| {
                 RuntimeError::BadCommandModel { name: input.command.clone(), model: reference.clone() }

@@ -11,7 +11,7 @@ use session_core::{
     history::to_model_messages, permission::disabled_tools,
 };
 use session_llm::{Api, CatalogModel, LlmRequest, RequestOptions, ToolChoice, ToolSpec};
-use session_tools::ToolExecutor;
+use session_tools::{SKILL_TOOL, ToolExecutor, available_skills, skills_prompt};
 use tokio_util::sync::CancellationToken;
 
 use super::agent::{Agent, MAX_STEPS_TEXT, environment_prompt, utc_date};
@@ -167,6 +167,12 @@ impl<'a> RequestSources<'a> {
             .map(|d| ToolSpec { name: d.name, description: d.description, input_schema: d.parameters })
             .collect();
         let mut system = vec![agent.prompt.clone(), self.environment()];
+        // The skills the agent may load, last, as OpenCode places them; none when it may load
+        // none (the tool is not offered then either).
+        if tool_names.iter().any(|name| name == SKILL_TOOL) && !disabled.contains(SKILL_TOOL) {
+            let skills = self.settings.skills.tool_skills();
+            system.push(skills_prompt(&available_skills(&skills, &agent.ruleset)));
+        }
         let mut options = RequestOptions {
             temperature: agent.temperature,
             top_p: agent.top_p,

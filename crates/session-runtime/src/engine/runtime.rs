@@ -78,6 +78,9 @@ pub struct RuntimeSettings {
     pub default_agent: Option<String>,
     /// The commands (`command.<name>` and markdown commands) by name.
     pub commands: indexmap::IndexMap<String, crate::config::CommandConfig>,
+    /// The skills the system prompt lists (when the executor has the `skill` tool) and the
+    /// marked ones that are also commands.
+    pub skills: Arc<crate::config::SkillSet>,
     /// The compaction agent's model (`agent.compaction.model`); unset, a summary is written by
     /// the model of the user message that asked for it (SPEC 10.2 step 3).
     pub compaction_model: Option<ModelRef>,

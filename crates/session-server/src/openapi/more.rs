@@ -152,14 +152,20 @@ pub(super) fn operation(method: &str, path: &str) -> Option<Operation> {
         }
         ("get", "/command") => read(
             "command.list",
-            "The configured commands with their placeholders",
+            "The configured commands with their placeholders, then the skills marked as commands",
             vec![],
             array(reference("Command")),
             false,
         ),
-        ("get", "/skill") => {
-            read("app.skills", "Skills: none", vec![], array(json!({"type": "object"})), false)
-        }
+        ("get", "/skill") => read(
+            "app.skills",
+            "The skills the runtime loaded, by name",
+            vec![],
+            array(json!({"type": "object", "properties": {
+                "name": string(), "description": string(), "location": string(), "content": string()},
+                "required": ["name", "location", "content"]})),
+            false,
+        ),
         ("get", "/project") => read(
             "project.list",
             "The one project this server serves",
@@ -320,7 +326,7 @@ pub(super) fn operation(method: &str, path: &str) -> Option<Operation> {
         ),
         ("get", "/api/skill") => read(
             "v2.skill.list",
-            "Skills: none",
+            "The skills, v2 shape",
             location(),
             located(array(json!({"type": "object"}))),
             false,

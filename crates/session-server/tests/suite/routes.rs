@@ -202,6 +202,47 @@ async fn a_command_runs_its_template_and_children_are_listed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_are_listed_and_the_marked_one_runs_as_a_command() {
+    let f = fixture(HELLO).await;
+    let (status, skills) = f.api.call("get", "/skill", None).await;
+    assert_eq!(status, StatusCode::OK, "{skills}");
+    let base = f.project().join(".opencode/skills/pdf");
+    assert_eq!(
+        skills[0],
+        json!({"name": "pdf", "description": "Fills PDF forms", "content": "Steps of pdf.",
+            "location": base.join("SKILL.md").display().to_string()})
+    );
+    assert_eq!(skills[1]["name"], "release");
+    let (_, v2) = f.api.call("get", "/api/skill", None).await;
+    assert_eq!((v2["data"][0]["slash"].clone(), v2["data"][1]["slash"].clone()), (json!(false), json!(true)));
+    // The commands: the configured one, then the marked skill (source `skill`), as OpenCode's
+    // clients offer them.
+    let (_, commands) = f.api.call("get", "/command", None).await;
+    let listed: Vec<(Value, Value)> =
+        commands.as_array().unwrap().iter().map(|c| (c["name"].clone(), c["source"].clone())).collect();
+    assert_eq!(listed, [(json!("greet"), json!("command")), (json!("release"), json!("skill"))]);
+    let (_, v2) = f.api.call("get", "/api/command", None).await;
+    assert_eq!(v2["data"][1]["name"], "release");
+    let id = f.api.session().await;
+    let path = format!("/session/{id}/command");
+    let (status, reply) =
+        f.api.call("post", &path, Some(json!({"command": "release", "arguments": "v2"}))).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let (_, messages) = f.api.call("get", &format!("/session/{id}/message"), None).await;
+    let text = messages[0]["parts"][0]["text"].as_str().unwrap().to_owned();
+    let dir = f.project().join(".opencode/skills/release");
+    assert!(
+        text.starts_with(&format!("Steps of release.\n\nBase directory for this skill: {}\n", dir.display())),
+        "{text}"
+    );
+    assert!(text.ends_with("\n\nv2"), "{text}");
+    // A skill not marked is no command.
+    let (status, body) = f.api.call("post", &path, Some(json!({"command": "pdf"}))).await;
+    assert_bad(status, &body, "command");
+    f.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompt_async_returns_at_once_and_the_events_show_the_run() {
     let f = fixture(r#"{"chunk_chars": 4, "turns": [{"text": "Streaming words here."}]}"#).await;
     let mut events = f.api.events().await;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use session_core::{ModelRef, overflow::ModelLimit, permission::AgentPaths};
 use session_llm::{Api, CatalogModel, HttpProvider, ReqwestTransport, Script};
 use session_runtime::{
-    Agent, Config, GitSnapshotter, ModelSource, NoSnapshots, ProviderEntry, Runtime, RuntimeSettings,
-    Snapshotter,
+    Agent, Config, GitSnapshotter, LoadedSkill, ModelSource, NoSnapshots, ProviderEntry, Runtime,
+    RuntimeSettings, Skill, SkillScope, SkillSet, Snapshotter,
 };
 use session_server::{Access, BusAsker, ServerParts};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
@@ -96,7 +96,7 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
         agents.insert(agent.name.clone(), agent);
     }
     let default_model = ModelRef { provider_id: "mock".into(), model_id: "m".into(), variant: None };
-    let mut settings = RuntimeSettings::new(default_model, cwd);
+    let mut settings = RuntimeSettings::new(default_model, cwd.clone());
     settings.compaction = config.compaction.clone();
     settings.commands.insert(
         "greet".to_owned(),
@@ -105,6 +105,7 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
             ..Default::default()
         },
     );
+    settings.skills = Arc::new(skills(&cwd));
     let runtime = Arc::new(
         Runtime::builder(store.clone(), Arc::new(tools), settings)
             .models(Arc::new(models))
@@ -114,6 +115,27 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
     );
     asker.attach(runtime.bus().clone());
     ServerParts::new(runtime, store, permissions, access)
+}
+
+/// Two skills of the project: `release`, marked as a slash command, and `pdf`.
+fn skills(cwd: &Path) -> SkillSet {
+    let skill = |name: &str, description: &str, slash| LoadedSkill {
+        skill: Skill {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            location: cwd.join(".opencode/skills").join(name).join("SKILL.md"),
+            content: format!("Steps of {name}.").into(),
+        },
+        scope: SkillScope::Project,
+        license: None,
+        allowed_tools: Vec::new(),
+        metadata: Default::default(),
+        slash,
+    };
+    SkillSet::new(
+        vec![skill("release", "Cuts a release", true), skill("pdf", "Fills PDF forms", false)],
+        Vec::new(),
+    )
 }
 
 /// A served router with its provider and a client.

@@ -9,6 +9,7 @@ mod invalid;
 mod list;
 mod read;
 mod search;
+mod skill;
 mod todo;
 mod write;
 
@@ -32,6 +33,10 @@ pub use invalid::InvalidTool;
 pub use list::ListTool;
 pub use read::{MAX_LINE_LENGTH, MAX_READ_BYTES, ReadTool};
 pub use search::{RESULT_LIMIT, walk_project};
+pub use skill::{
+    SKILL_FILE, SKILL_FILES_LISTED, SKILL_TOOL, Skill, SkillTool, available_skills, skill_output,
+    skills_prompt,
+};
 pub use todo::{TodoReadTool, TodoWriteTool};
 pub use write::WriteTool;
 
