@@ -10,7 +10,7 @@ fn the_demo_runs_real_tools_and_ends_with_tokens_and_cost() {
     let out = Command::new(session_binary().unwrap()).arg("demo").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
-    for tool in ["list", "read", "grep", "write", "bash"] {
+    for tool in ["read", "grep", "write", "bash"] {
         assert!(stdout.contains(&format!("  ok {tool}")), "{tool} did not complete:\n{stdout}");
     }
     let last = stdout.lines().last().unwrap_or_default();

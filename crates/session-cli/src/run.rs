@@ -9,7 +9,8 @@ use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
 use session_core::{
-    Identifier as _, Message, MessageId, PartKind, SessionId, permission::PermissionAsk, permission::Reply,
+    Identifier as _, Message, MessageId, PartKind, SessionId, permission::Action, permission::PermissionAsk,
+    permission::Reply, permission::Rule,
 };
 pub use session_runtime::{Assembled, RuntimeSetup};
 use session_runtime::{BusEvent, Clock as _, CommandInput, PromptInput, RequestAhead, SystemClock};
@@ -317,10 +318,11 @@ async fn pick_session(
         }
         Some(id) => (id, false),
         None if options.fork => anyhow::bail!("--fork needs a session to copy: --session ID or --continue"),
-        // A new session takes the id its first request, sent ahead, already named.
+        // A new session takes the id its first request, sent ahead, already named, and the
+        // rules OpenCode's `run` gives its sessions.
         None => {
             let id = ahead.map(|ahead| ahead.session_id().clone());
-            (runtime.create_session_as(id, options.title.clone(), Vec::new()).await?.id, true)
+            (runtime.create_session_as(id, options.title.clone(), run_rules()).await?.id, true)
         }
     };
     if let Some(title) = options.title.as_ref().filter(|_| !created || options.fork) {
@@ -329,6 +331,15 @@ async fn pick_session(
             .await?;
     }
     Ok((id, created))
+}
+
+/// The rules of a session `session run` starts, as OpenCode 1.18.34's `run` sets them: no one
+/// is there to answer a question or to switch into or out of plan mode.
+fn run_rules() -> Vec<Rule> {
+    ["question", "plan_enter", "plan_exit"]
+        .into_iter()
+        .map(|permission| Rule::new(permission, "*", Action::Deny))
+        .collect()
 }
 
 /// Runs one prompt; returns the process exit code.

@@ -433,8 +433,9 @@ fn is_js_decimal_literal(s: &str) -> bool {
     i == b.len()
 }
 
-/// Serde for prices: JSON numbers in, converted through their shortest decimal text; null is 0.
-pub(crate) mod price {
+/// Serde for prices and costs: JSON numbers in, converted through their shortest decimal text;
+/// null is 0 (also for the store's session totals, which clients read as numbers too).
+pub mod price {
     use std::fmt;
     use std::str::FromStr;
 

@@ -1,5 +1,5 @@
 //! The runtime's own cost per step: the in-process scripted provider with no delay, a script
-//! of N tool steps (`list`, a cheap built-in tool) and a final answer, a real SQLite store in a
+//! of N tool steps (`glob`, a cheap built-in tool) and a final answer, a real SQLite store in a
 //! temp directory, no snapshots. Criterion reports the wall time of one prompt; the CPU time
 //! of the whole process per step (every thread: the runtime, the store's writer, SQLite) is
 //! printed once at the end, from `/proc/self/stat` on Linux.
@@ -63,7 +63,7 @@ impl PermissionAsker for Allow {
 
 fn script(steps: usize) -> Script {
     let mut turns: Vec<serde_json::Value> =
-        (0..steps).map(|_| serde_json::json!({"calls": [{"op": "list", "path": "."}]})).collect();
+        (0..steps).map(|_| serde_json::json!({"calls": [{"op": "glob", "pattern": "*"}]})).collect();
     turns.push(serde_json::json!({"text": "Done."}));
     Script::from_json(&serde_json::json!({ "turns": turns }).to_string()).unwrap()
 }

@@ -48,8 +48,8 @@ pub use engine::{
     Agent, BUILD_PROMPT, Bus, BusEvent, Clock, CommandInput, EXPLORE_PROMPT, GENERAL_PROMPT, GitSnapshotter,
     HousekeepingReport, MAX_STEPS_TEXT, MAX_UNTRACKED_BYTES, ModelSource, NoSnapshots, PLAN_PROMPT,
     PromptInput, ProviderEntry, RequestAhead, Runtime, RuntimeError, RuntimeSettings,
-    STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStatus, Sleeper, SnapshotRetention,
-    SnapshotStoreReport, Snapshotter, SplitMix, SystemClock, TASK_TOOL, TaskTool, TokioSleeper,
-    environment_prompt, expand_template, missing_output_error, parse_model_ref, random_entropy, title_model,
-    utc_date,
+    STRUCTURED_OUTPUT_INSTRUCTION, STRUCTURED_OUTPUT_TOOL, SessionStart, SessionStatus, Sleeper,
+    SnapshotRetention, SnapshotStoreReport, Snapshotter, SplitMix, SystemClock, TASK_TOOL, TaskTool,
+    TokioSleeper, environment_prompt, expand_template, missing_output_error, parse_model_ref, random_entropy,
+    title_model, utc_date,
 };

@@ -404,7 +404,25 @@ pub(crate) fn document() -> Value {
                 "basic": {"type": "http", "scheme": "basic", "description": "Any user name; the token is the password"}
             },
             "schemas": {
-                "Session": {"type": "object", "required": ["id", "slug", "projectID", "directory", "title", "version", "time"]},
+                "Session": {"type": "object", "required": ["id", "slug", "projectID", "directory", "title", "version", "time"],
+                    "properties": {
+                        "id": {"type": "string", "pattern": "^ses"}, "slug": {"type": "string"},
+                        "projectID": {"type": "string"}, "directory": {"type": "string"},
+                        "path": {"type": "string", "description": "The directory relative to its project's root"},
+                        "parentID": {"type": "string", "pattern": "^ses"},
+                        "cost": {"type": "number", "description": "What its steps cost so far, in US dollars"},
+                        "tokens": {"type": "object", "required": ["input", "output", "reasoning", "cache"], "properties": {
+                            "input": {"type": "number"}, "output": {"type": "number"}, "reasoning": {"type": "number"},
+                            "cache": {"type": "object", "required": ["read", "write"], "properties": {
+                                "read": {"type": "number"}, "write": {"type": "number"}}}}},
+                        "title": {"type": "string"},
+                        "agent": {"type": "string", "description": "The agent of its newest prompt"},
+                        "model": {"type": "object", "required": ["id", "providerID"], "properties": {
+                            "id": {"type": "string"}, "providerID": {"type": "string"}, "variant": {"type": "string"}}},
+                        "version": {"type": "string"},
+                        "time": {"type": "object", "required": ["created", "updated"]},
+                        "permission": {"type": "array", "items": {"$ref": "#/components/schemas/PermissionRule"}},
+                        "summary": {"type": "object"}, "revert": {"type": "object"}}},
                 "SessionStatus": {"type": "object", "required": ["type"], "properties": {
                     "type": {"enum": ["idle", "busy", "retry"]}, "attempt": {"type": "integer"},
                     "message": {"type": "string"}, "next": {"type": "integer"}}},

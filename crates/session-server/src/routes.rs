@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use session_core::permission::{Reply, Rule};
 use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, SessionId};
-use session_runtime::{BusEvent, PromptInput};
+use session_runtime::{BusEvent, PromptInput, SessionStart};
 use session_store::{ListSessions, NewSession, Session};
 
 use crate::AppState;
@@ -74,10 +74,10 @@ struct CreateBody {
     parent_id: Option<String>,
     #[serde(default)]
     title: Option<String>,
-    /// The agent the client means to prompt with; checked, since every prompt names its own.
+    /// The agent the session starts with (checked); a prompt naming another replaces it.
     #[serde(default)]
     agent: Option<String>,
-    /// The model the client means to prompt with; checked likewise.
+    /// The model the session starts with; a prompt naming another replaces it.
     #[serde(default)]
     model: Option<SessionModel>,
     /// The session's own permission rules, after its agent's.
@@ -100,8 +100,13 @@ struct SessionModel {
     provider_id: String,
     id: String,
     #[serde(default)]
-    #[expect(dead_code, reason = "variants are chosen per prompt")]
     variant: Option<String>,
+}
+
+impl From<SessionModel> for session_store::SessionModel {
+    fn from(model: SessionModel) -> Self {
+        Self { id: model.id, provider_id: model.provider_id, variant: model.variant }
+    }
 }
 
 /// `POST /session`: creates a session in the served project.
@@ -126,8 +131,10 @@ pub(crate) async fn create_session(
         return Err(ServerError::body("model: providerID and id must not be empty"));
     }
     let permission = body.permission;
+    let model = body.model.map(session_store::SessionModel::from);
     let Some(parent) = body.parent_id else {
-        let session = state.runtime.create_session_with_rules(body.title, permission).await?;
+        let start = SessionStart { id: None, title: body.title, permission, agent: body.agent, model };
+        let session = state.runtime.start_session(start).await?;
         return Ok(Json(session.into()));
     };
     let parent_id: SessionId =
@@ -148,6 +155,9 @@ pub(crate) async fn create_session(
             parent_id: Some(parent_id),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             permission,
+            path: parent.path.clone(),
+            agent: body.agent,
+            model,
         })
         .await?;
     state.runtime.bus().publish(BusEvent::SessionCreated { info: Box::new(session.clone()) });
@@ -184,9 +194,7 @@ pub(crate) async fn get_session(
     q: Result<Query<DirectoryQuery>, QueryRejection>,
 ) -> Result<Json<SessionInfo>, ServerError> {
     query(q)?;
-    let session = session(&state, &id).await?;
-    let history = state.store.load_history(&session.id).await?.messages;
-    Ok(Json(SessionInfo::from(session).with_usage(&history)))
+    Ok(Json(SessionInfo::from(session(&state, &id).await?)))
 }
 
 /// `DELETE /session/{id}`: stops its run here and deletes it with its children.

@@ -16,7 +16,7 @@ CREATE TABLE sessions (
     data          TEXT NOT NULL,
     lease_owner   TEXT,
     lease_expires INTEGER
-);
+, cost TEXT NOT NULL DEFAULT '0', tokens_input INTEGER NOT NULL DEFAULT 0, tokens_output INTEGER NOT NULL DEFAULT 0, tokens_reasoning INTEGER NOT NULL DEFAULT 0, tokens_cache_read INTEGER NOT NULL DEFAULT 0, tokens_cache_write INTEGER NOT NULL DEFAULT 0);
 
 CREATE INDEX sessions_by_updated ON sessions (time_updated DESC, id);
 

@@ -17,6 +17,7 @@ use crate::backend::{Backend, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
 use crate::rows::{MessageRow, PartRow, RowWrite};
 use crate::sql::MAX_ROWS;
+use crate::usage::count_steps;
 use crate::util::to_db;
 
 /// A group of writes, deduplicated: the last write of an id wins, as it would in order.
@@ -59,8 +60,11 @@ impl<'a> Plan<'a> {
     }
 
     /// True when the plan is one statement, atomic by itself: messages only or parts only,
-    /// few enough.
+    /// few enough, and no step-finish part (whose write moves its session's totals too).
     pub(crate) fn is_one_statement(&self) -> bool {
+        if self.parts.iter().any(|part| part.usage.is_some()) {
+            return false;
+        }
         match (self.messages.len(), self.parts.len()) {
             (0, parts) => (1..=MAX_ROWS).contains(&parts),
             (messages, 0) => messages <= MAX_ROWS,
@@ -78,10 +82,14 @@ fn chunk_sizes(len: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..len).step_by(MAX_ROWS).map(move |start| (start, MAX_ROWS.min(len - start)))
 }
 
-/// Writes a plan: messages (touching their sessions), then parts. A failure names the
-/// first row of the statement that failed; write one by one to learn the exact row.
+/// Writes a plan: messages (touching their sessions), then parts, the step-finish parts
+/// among them moving their sessions' totals ([`count_steps`]). A failure names the first row
+/// of the statement that failed; write one by one to learn the exact row.
 pub(crate) async fn write_plan<DB: Backend>(conn: &mut DB::Connection, plan: &Plan<'_>) -> StoreResult<()> {
     let bulk = DB::bulk();
+    if plan.parts.iter().any(|part| part.usage.is_some()) {
+        count_steps::<DB>(conn, &plan.parts).await?;
+    }
     for (start, size) in chunk_sizes(plan.messages.len()) {
         let rows = &plan.messages[start..start + size];
         let mut statement = query::<DB>(bulk.messages(size));
@@ -140,6 +148,7 @@ mod tests {
             open: false,
             cost: None,
             data: format!("{{\"id\": \"{id}\"}}"),
+            usage: None,
         })
     }
 

@@ -5,8 +5,9 @@
 //! - the [`Store`] trait the runtime writes and reads through, with two implementations that
 //!   pass the same test suite, [`SqliteStore`] and [`PgStore`], and [`open`] for a
 //!   [`DatabaseConfig`];
-//! - the [`Session`] record (OpenCode's JSON names) and the versioned export document,
-//!   [`SessionDocument`];
+//! - the [`Session`] record (OpenCode's JSON names: slug, path, agent, model, permission,
+//!   and the `cost` and `tokens` totals, which the store keeps as step-finish parts are
+//!   written and removed) and the versioned export document, [`SessionDocument`];
 //! - the schema, as embedded per-backend migrations, with runtime-checked queries; money is
 //!   exact (TEXT on SQLite, NUMERIC on PostgreSQL) and times are epoch milliseconds;
 //! - write ordering and durability: one writer task per store commits each caller's rows
@@ -56,6 +57,7 @@ mod rows;
 mod sql;
 mod store;
 mod stores;
+mod usage;
 mod util;
 mod writer;
 
@@ -63,9 +65,10 @@ pub use config::{Clock, DatabaseConfig, PgConfig, SqliteConfig, StoreOptions, Sy
 pub use document::{DOCUMENT_VERSION, DocumentMessage, DocumentPart, SessionDocument};
 pub use error::{EntityKind, StoreError, StoreResult};
 pub use model::{
-    HistoryTail, Lease, ListSessions, NewSession, PartDelta, RawPart, RecoveryReport, Removed, RevertPoint,
-    RevertRecord, Session, SessionCursor, SessionHistory, SessionPage, SessionPatch, SessionSummary,
-    SessionTime, SkippedRow, StoreStats, WriteBatch,
+    AgentModel, DEFAULT_VARIANT, HistoryTail, Lease, ListSessions, NewSession, PartDelta, RawPart,
+    RecoveryReport, Removed, RevertPoint, RevertRecord, Session, SessionCursor, SessionHistory, SessionModel,
+    SessionPage, SessionPatch, SessionSummary, SessionTime, SessionTokens, SkippedRow, StoreStats,
+    WriteBatch,
 };
 pub use notify::{MAX_NOTICE_BYTES, NoticeListener, Notifier, NotifyError, decode_notice, encode_notice};
 pub use store::{BackendKind, Store};

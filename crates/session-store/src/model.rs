@@ -1,10 +1,14 @@
 //! The records the store keeps besides core's messages and parts: sessions, leases, history
 //! reports and write batches.
 
+use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use session_core::permission::Rule;
-use session_core::{FileDiff, JsonObject, Message, MessageId, MessageWithParts, Part, PartId, SessionId};
+use session_core::{
+    CacheTokens, FileDiff, JsonObject, Message, MessageId, MessageWithParts, Part, PartId, SessionId,
+    TokenUsage,
+};
 
 /// Line counts of the changes a session made (OpenCode's `summary`): from the first step's
 /// snapshot to the last one (SPEC 13 summary diffs).
@@ -54,35 +58,109 @@ pub struct SessionTime {
     pub archived: Option<u64>,
 }
 
+/// The model a session runs with (OpenCode's session `model`): the one its newest prompt named.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionModel {
+    /// Model id.
+    pub id: String,
+    /// Provider id.
+    #[serde(rename = "providerID")]
+    pub provider_id: String,
+    /// Model variant; `default` when the prompt named none, as OpenCode stores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+impl SessionModel {
+    /// The session model of a prompt's model reference (`default` for no variant).
+    pub fn of(model: &session_core::ModelRef) -> Self {
+        Self {
+            id: model.model_id.clone(),
+            provider_id: model.provider_id.clone(),
+            variant: Some(model.variant.clone().unwrap_or_else(|| DEFAULT_VARIANT.to_owned())),
+        }
+    }
+
+    /// Whether `other` is the same model, a missing variant being `default` (as OpenCode
+    /// compares a session's model with a prompt's).
+    pub fn same_as(&self, other: &SessionModel) -> bool {
+        let variant = |m: &SessionModel| m.variant.as_deref().unwrap_or(DEFAULT_VARIANT).to_owned();
+        self.id == other.id && self.provider_id == other.provider_id && variant(self) == variant(other)
+    }
+}
+
+/// The variant OpenCode records for a prompt that named none.
+pub const DEFAULT_VARIANT: &str = "default";
+
+/// Token totals of a session's steps (OpenCode's session `tokens`: no provider total).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionTokens {
+    /// Input tokens net of cache reads and writes.
+    pub input: u64,
+    /// Output tokens net of reasoning.
+    pub output: u64,
+    /// Reasoning tokens.
+    pub reasoning: u64,
+    /// Cache reads and writes.
+    pub cache: CacheTokens,
+}
+
+impl From<&TokenUsage> for SessionTokens {
+    fn from(tokens: &TokenUsage) -> Self {
+        Self { input: tokens.input, output: tokens.output, reasoning: tokens.reasoning, cache: tokens.cache }
+    }
+}
+
 /// A session record, with OpenCode's JSON names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     /// Session id (newest sorts first).
     pub id: SessionId,
+    /// A short name for lists and URLs (`adjective-noun`, minted at creation); a session stored
+    /// before slugs were kept reads with the tail of its id.
+    #[serde(default)]
+    pub slug: String,
     /// The project the session belongs to.
     #[serde(rename = "projectID")]
     pub project_id: String,
     /// The working directory.
     pub directory: String,
+    /// The working directory relative to its project's root (`""` at the root), as OpenCode
+    /// records it; absent for sessions stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// The session this one was forked or spawned from.
     #[serde(rename = "parentID", default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<SessionId>,
-    /// Title.
-    pub title: String,
-    /// Version of the runtime that created it.
-    pub version: String,
     /// Change counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<SessionSummary>,
-    /// Pending revert.
+    /// What the session's steps cost so far, in US dollars (the sum of its step-finish parts,
+    /// kept by the store as they are written and removed).
+    #[serde(default, with = "session_core::usage::price")]
+    pub cost: Decimal,
+    /// The tokens of the session's steps so far (kept with `cost`).
+    #[serde(default)]
+    pub tokens: SessionTokens,
+    /// Title.
+    pub title: String,
+    /// The agent of the session's newest prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revert: Option<RevertRecord>,
+    pub agent: Option<String>,
+    /// The model of the session's newest prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<SessionModel>,
+    /// Version of the runtime that created it.
+    pub version: String,
     /// Times.
     pub time: SessionTime,
     /// The session's own permission rules (OpenCode's `permission`), evaluated after its
     /// agent's (last match wins), so a client can set what one session may do.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permission: Vec<Rule>,
+    /// Pending revert.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revert: Option<RevertRecord>,
     /// Fields of other or newer versions, kept as they were.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -115,6 +193,12 @@ pub struct NewSession {
     pub version: Option<String>,
     /// The session's own permission rules.
     pub permission: Vec<Rule>,
+    /// The directory relative to its project's root (OpenCode's `path`).
+    pub path: Option<String>,
+    /// The agent it starts with (a client may name one; a prompt sets it otherwise).
+    pub agent: Option<String>,
+    /// The model it starts with.
+    pub model: Option<SessionModel>,
 }
 
 impl NewSession {
@@ -141,6 +225,21 @@ pub struct SessionPatch {
     pub compacting: Option<Option<u64>>,
     /// Archive time.
     pub archived: Option<Option<u64>>,
+    /// The agent and model of a new prompt (OpenCode's `setAgentModel`): written only when
+    /// either differs from the session's, and then the session's updated time is `.1`'s
+    /// time, the prompt's; the same pair changes nothing.
+    pub agent_model: Option<AgentModel>,
+}
+
+/// The agent and model a prompt runs with, and when it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentModel {
+    /// The agent's name.
+    pub agent: String,
+    /// The model.
+    pub model: SessionModel,
+    /// When the prompt was written (epoch ms).
+    pub time: u64,
 }
 
 /// Where a page of sessions continues: the last session of the previous page.

@@ -9,6 +9,7 @@ use session_core::{Message, MessageError, MessageId, Part, PartId, PartKind, Ses
 
 use crate::error::{EntityKind, StoreError, StoreResult};
 use crate::model::{RawPart, SkippedRow};
+use crate::usage::Usage;
 
 /// The part `type`s this version reads; any other is kept raw.
 pub(crate) const KNOWN_PART_TYPES: &[&str] = &[
@@ -36,6 +37,8 @@ pub(crate) struct PartRow {
     pub open: bool,
     pub cost: Option<String>,
     pub data: String,
+    /// A step-finish part's usage, which its write adds to its session's totals.
+    pub usage: Option<Usage>,
 }
 
 /// A message as written.
@@ -92,6 +95,7 @@ pub(crate) fn encode_part(part: &Part) -> StoreResult<PartRow> {
         open: part_is_open(part),
         cost,
         data,
+        usage: Usage::of_part(part),
     })
 }
 
@@ -109,6 +113,7 @@ pub(crate) fn encode_raw_part(raw: &RawPart) -> StoreResult<PartRow> {
         open: false,
         cost: None,
         data,
+        usage: None,
     })
 }
 

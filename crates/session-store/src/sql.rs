@@ -47,6 +47,12 @@ pub(crate) struct Sql {
     pub close_part: &'static str,
     pub open_messages: &'static str,
     pub close_message: &'static str,
+    /// A session's totals (cost, then the five token counts), locked for update.
+    pub select_usage: &'static str,
+    /// Sets a session's totals.
+    pub set_usage: &'static str,
+    /// A session's step-finish parts, as [`select_part`](Self::select_part) reads a part.
+    pub step_finish_parts: &'static str,
 }
 
 /// Builds a statement set from the fragments that differ: how a decimal text is written to
@@ -61,16 +67,26 @@ macro_rules! statements {
             begin_read: $read,
             money_in: ($mi_open, $mi_close),
             positional: $positional,
-            insert_session: "INSERT INTO sessions (id, project_id, directory, parent_id, title, time_created, \
-                             time_updated, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            select_session: "SELECT id, parent_id, title, time_created, time_updated, data \
-                             FROM sessions WHERE id = $1",
+            insert_session: concat!(
+                "INSERT INTO sessions (id, project_id, directory, parent_id, title, time_created, \
+                 time_updated, data, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, \
+                 tokens_cache_write) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ",
+                $mi_open, "$9", $mi_close, ", $10, $11, $12, $13, $14)"
+            ),
+            select_session: concat!(
+                "SELECT id, parent_id, title, time_created, time_updated, data, ", $money_out,
+                ", tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write \
+                 FROM sessions WHERE id = $1"
+            ),
             session_exists: "SELECT id FROM sessions WHERE id = $1",
             update_session: "UPDATE sessions SET title = $2, time_updated = $3, data = $4 WHERE id = $1",
-            list_sessions: "SELECT id, parent_id, title, time_created, time_updated, data FROM sessions \
-                            WHERE ($1 IS NULL OR directory = $1) AND ($2 = FALSE OR parent_id IS NULL) \
-                            AND ($3 IS NULL OR time_updated < $3 OR (time_updated = $3 AND id > $4)) \
-                            ORDER BY time_updated DESC, id ASC LIMIT $5",
+            list_sessions: concat!(
+                "SELECT id, parent_id, title, time_created, time_updated, data, ", $money_out,
+                ", tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write \
+                 FROM sessions WHERE ($1 IS NULL OR directory = $1) AND ($2 = FALSE OR parent_id IS NULL) \
+                 AND ($3 IS NULL OR time_updated < $3 OR (time_updated = $3 AND id > $4)) \
+                 ORDER BY time_updated DESC, id ASC LIMIT $5"
+            ),
             child_sessions: "SELECT id FROM sessions WHERE parent_id = $1",
             delete_session: "DELETE FROM sessions WHERE id = $1",
             insert_message: concat!(
@@ -134,6 +150,20 @@ macro_rules! statements {
                  ORDER BY id"
             ),
             close_message: "UPDATE messages SET open = FALSE, data = $2 WHERE id = $1",
+            select_usage: concat!(
+                "SELECT ", $money_out, ", tokens_input, tokens_output, tokens_reasoning, tokens_cache_read, \
+                 tokens_cache_write FROM sessions WHERE id = $1",
+                $lock
+            ),
+            set_usage: concat!(
+                "UPDATE sessions SET cost = ", $mi_open, "$2", $mi_close,
+                ", tokens_input = $3, tokens_output = $4, tokens_reasoning = $5, tokens_cache_read = $6, \
+                 tokens_cache_write = $7 WHERE id = $1"
+            ),
+            step_finish_parts: concat!(
+                "SELECT id, session_id, message_id, type, ", $money_out,
+                ", data FROM parts WHERE session_id = $1 AND type = 'step-finish' ORDER BY id"
+            ),
         }
     };
 }

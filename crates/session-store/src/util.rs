@@ -1,4 +1,4 @@
-//! Small helpers: id making, ISO times, fork titles, integer conversions.
+//! Small helpers: id and slug making, ISO times, fork titles, integer conversions.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -23,11 +23,45 @@ impl Ids {
         generator.next(now_ms, entropy)
     }
 
+    /// A new session's slug: two random words, `adjective-noun` (OpenCode's form; our words).
+    pub(crate) fn slug(&self) -> String {
+        let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pick = |words: &[&'static str]| {
+            let index = usize::try_from(guard.1.next_u64() % words.len() as u64).unwrap_or(0);
+            words.get(index).copied().unwrap_or("session")
+        };
+        let adjective = pick(ADJECTIVES);
+        let noun = pick(NOUNS);
+        format!("{adjective}-{noun}")
+    }
+
     /// A short random token for owner ids.
     pub(crate) fn token(&self) -> String {
         let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         format!("{:012x}", guard.1.next_u64() & 0xffff_ffff_ffff)
     }
+}
+
+/// The first word of a slug.
+const ADJECTIVES: &[&str] = &[
+    "amber", "bold", "breezy", "bright", "brisk", "cheery", "cozy", "daring", "dapper", "deft", "fancy",
+    "fluffy", "frosty", "golden", "grand", "humble", "jazzy", "keen", "lively", "lucid", "merry", "modest",
+    "noble", "plucky", "polished", "rapid", "rosy", "rustic", "sleek", "snowy", "spry", "steady", "sturdy",
+    "vivid", "warm", "zesty",
+];
+
+/// The second word of a slug.
+const NOUNS: &[&str] = &[
+    "acorn", "anchor", "badger", "beacon", "bison", "brook", "canoe", "cedar", "cliff", "clover", "compass",
+    "coral", "crane", "delta", "ember", "fern", "fjord", "glacier", "grove", "heron", "hollow", "lantern",
+    "maple", "marsh", "meteor", "oasis", "orbit", "pebble", "prairie", "quartz", "raven", "reef", "ridge",
+    "sparrow", "summit", "thistle", "tundra", "valley", "walrus", "willow",
+];
+
+/// The slug of a session stored before slugs were kept: its id's tail, lower-cased (what the
+/// server showed for it then, so a client's links to it still hold).
+pub(crate) fn slug_of_id(id: &str) -> String {
+    id.strip_prefix("ses_").unwrap_or(id).to_ascii_lowercase()
 }
 
 fn random_seed(now_ms: u64) -> u64 {
@@ -88,6 +122,15 @@ mod tests {
         assert_eq!(forked_title("Fix bug (fork #1)"), "Fix bug (fork #2)");
         assert_eq!(forked_title("Fix bug (fork #x)"), "Fix bug (fork #x) (fork #1)");
         assert_eq!(forked_title("(fork #9)"), "(fork #9) (fork #1)");
+    }
+
+    #[test]
+    fn slugs_are_two_words_and_old_sessions_read_their_id() {
+        let ids = Ids::new(1_000);
+        let slug = ids.slug();
+        let (adjective, noun) = slug.split_once('-').unwrap_or_default();
+        assert!(ADJECTIVES.contains(&adjective) && NOUNS.contains(&noun), "{slug}");
+        assert_eq!(slug_of_id("ses_01ABCdef"), "01abcdef");
     }
 
     #[test]

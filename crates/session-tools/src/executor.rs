@@ -164,12 +164,12 @@ impl ToolExecutor {
         }
         self.registry.validate(&call.tool, &call.input).map_err(|error| match error {
             ToolError::UnknownTool { name, .. } => {
-                let offered: Vec<String> = self
-                    .tool_names()
-                    .into_iter()
-                    .filter(|n| n != session_core::processor::INVALID_TOOL)
-                    .collect();
-                ToolError::UnknownTool { name, available: offered.join(", ") }
+                // Every tool a model may call, `invalid` among them, in code-unit order, as
+                // OpenCode 1.18.34 lists them.
+                let mut callable = self.tool_names();
+                callable.sort_unstable();
+                callable.dedup();
+                ToolError::UnknownTool { name, available: callable.join(", ") }
             }
             other => other,
         })
@@ -306,12 +306,26 @@ impl ToolExecutor {
                 }
             }
         };
-        match result {
+        let success = match result {
             Ok(success) if success.attachments.iter().any(crate::image::is_inline_image) => {
                 // Decoding and scaling are CPU work: off the async threads.
-                blocking(move || Ok(success.with_fitted_images())).await
+                blocking(move || Ok(success.with_fitted_images())).await?
             }
-            other => other,
+            other => other?,
+        };
+        // Every result says whether its output was cut, as OpenCode's tool wrapper makes it.
+        if !crate::truncate::may_cut(&success) {
+            let mut success = success;
+            crate::truncate::settle(&mut success, None, &[]);
+            return Ok(success);
         }
+        let saved_in = self.tool_output.clone();
+        let rules = Arc::clone(&scope.ruleset);
+        blocking(move || {
+            let mut success = success;
+            crate::truncate::settle(&mut success, saved_in.as_ref(), &rules);
+            Ok(success)
+        })
+        .await
     }
 }

@@ -12,9 +12,9 @@
 //!   ([`CallTracker::wait_all`]);
 //! - the [`PermissionEngine`]: session-core's pure rules and pending-ask bookkeeping plus the
 //!   waiting, "always" answers per session, and the [`PermissionAsker`] that shows asks;
-//! - the built-in tools `read`, `write`, `edit`, `list`, `glob`, `grep`, `bash`, `todowrite`
-//!   and `todoread`, with OpenCode's names and parameter names, the file tools confined to the
-//!   [`Workspace`] (a path outside it asks `external_directory`).
+//! - the built-in tools `read`, `write`, `edit`, `glob`, `grep`, `bash` and `todowrite`, with
+//!   OpenCode 1.18.34's names and parameter names, the file tools confined to the [`Workspace`]
+//!   (a path outside it asks `external_directory`).
 //!
 //! It deliberately does not own the rules themselves (`session_core::permission::evaluate`, the agents'
 //! rulesets), the tool-part state machine (the processor), persistence, the event bus or the
@@ -42,6 +42,7 @@ mod tool;
 mod tool_output;
 mod tools;
 mod tracker;
+mod truncate;
 mod workspace;
 
 pub use context::{ContextParts, PathKind, ProgressSink, ToolContext};
@@ -58,9 +59,9 @@ pub use todo::{MemoryTodos, Todo, TodoStore};
 pub use tool::{Tool, ToolSuccess, parse_args, schema_for};
 pub use tool_output::ToolOutputDir;
 pub use tools::{
-    BashTool, DEFAULT_TIMEOUT_MS, EditTool, GlobTool, GrepTool, KILL_GRACE, ListTool, MAX_LINE_LENGTH,
+    BashTool, DEFAULT_TIMEOUT_MS, EditTool, GlobTool, GrepTool, KILL_GRACE, MAX_LINE_LENGTH,
     MAX_OUTPUT_BYTES, MAX_OUTPUT_CHARS, MAX_OUTPUT_LINES, MAX_READ_BYTES, MAX_TIMEOUT_MS, RESULT_LIMIT,
-    ReadTool, TodoReadTool, TodoWriteTool, WriteTool, builtin_registry, builtin_tools, walk_project,
+    ReadTool, TodoWriteTool, WriteTool, builtin_registry, builtin_tools, walk_project,
 };
 pub use tools::{
     SKILL_FILE, SKILL_FILES_LISTED, SKILL_TOOL, Skill, SkillTool, available_skills, skill_output,

@@ -1,4 +1,4 @@
-//! Session todo lists, kept for `todowrite` and `todoread`.
+//! Session todo lists, kept for `todowrite` and the clients that read them.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};

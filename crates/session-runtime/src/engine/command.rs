@@ -154,6 +154,10 @@ impl Runtime {
                 version: Some(env!("CARGO_PKG_VERSION").to_owned()),
                 // A child may do no more than the session that started it.
                 permission: parent.permission.clone(),
+                // Its folder is its parent's; its prompt names its agent and model.
+                path: parent.path.clone(),
+                agent: None,
+                model: None,
             })
             .await?;
         self.bus.publish(BusEvent::SessionCreated { info: Box::new(child.clone()) });

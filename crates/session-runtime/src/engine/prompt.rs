@@ -157,7 +157,7 @@ impl Runtime {
     }
 
     /// Stores the prompt's user message: the agent, model and format checked, a pending
-    /// revert made final first.
+    /// revert made final first; the session then records the message's agent and model.
     async fn write_prompt_message(
         &self,
         session_id: &SessionId,
@@ -166,15 +166,19 @@ impl Runtime {
         let prompt = self.sources().resolve_prompt(input)?;
         // A pending revert becomes final when the session moves on (SPEC 13 `cleanup`).
         self.cleanup_revert(session_id).await?;
-        self.write_user_message_as(
-            input.message_id.clone(),
-            session_id,
-            &prompt.agent.name,
-            &prompt.model,
-            input.format.clone(),
-            prompt.parts,
-        )
-        .await
+        let user = self
+            .write_user_message_as(
+                input.message_id.clone(),
+                session_id,
+                &prompt.agent.name,
+                &prompt.model,
+                input.format.clone(),
+                prompt.parts,
+            )
+            .await?;
+        // The session record names the agent and model its newest prompt runs with.
+        self.note_agent_model(session_id, &user.agent, &user.model, user.time.created).await?;
+        Ok(user)
     }
 
     /// The loop of SPEC 12: a step per pass until the model is done, the run is cancelled or

@@ -11,7 +11,7 @@ use session_core::{
     processor::Processor, processor::ProcessorConfig, retry::RetryConfig,
 };
 use session_llm::{CatalogModel, Provider, ToolSpec};
-use session_store::{NewSession, Session, Store, WriteBatch};
+use session_store::{Session, Store, WriteBatch};
 use session_tools::ToolExecutor;
 
 use super::agent::Agent;
@@ -238,21 +238,7 @@ impl Runtime {
         title: Option<String>,
         permission: Vec<session_core::permission::Rule>,
     ) -> Result<Session, RuntimeError> {
-        let directory = self.settings.worktree.to_string_lossy().into_owned();
-        let session = self
-            .store
-            .create_session(NewSession {
-                id,
-                project_id: directory.clone(),
-                directory,
-                title,
-                parent_id: None,
-                version: Some(env!("CARGO_PKG_VERSION").to_owned()),
-                permission,
-            })
-            .await?;
-        self.bus.publish(BusEvent::SessionCreated { info: Box::new(session.clone()) });
-        Ok(session)
+        self.start_session(super::SessionStart { id, title, permission, ..Default::default() }).await
     }
 
     /// Cancels the session's run, if one is going, and returns true; with nothing running it
@@ -337,7 +323,7 @@ impl Runtime {
                 limit: catalog.limit,
                 compaction: self.settings.compaction.clone(),
                 continue_loop_on_deny: self.settings.continue_loop_on_deny,
-                offered_tools: Some(offered.iter().map(|tool| tool.name.clone()).collect()),
+                offered_tools: Some(callable_tools(offered)),
             },
             Box::new(random_entropy(self.clock.now_ms())),
         )
@@ -440,6 +426,18 @@ impl Runtime {
         }
         Ok(user)
     }
+}
+
+/// The tools a model may call with a request that offers `offered`, as OpenCode 1.18.34
+/// names them in an unavailable tool's error: the offered ones and `invalid` (which it passes
+/// to the model's SDK without offering it), in code-unit order.
+fn callable_tools(offered: &[ToolSpec]) -> Vec<String> {
+    let mut names: Vec<String> = offered.iter().map(|tool| tool.name.clone()).collect();
+    if !names.iter().any(|name| name == session_core::processor::INVALID_TOOL) {
+        names.push(session_core::processor::INVALID_TOOL.to_owned());
+    }
+    names.sort_unstable();
+    names
 }
 
 /// A plain text part.

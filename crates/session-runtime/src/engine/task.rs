@@ -268,6 +268,10 @@ impl Runtime {
                 version: Some(env!("CARGO_PKG_VERSION").to_owned()),
                 // A child may do no more than the session that started it.
                 permission: parent_session.permission.clone(),
+                // Its folder is its parent's; its prompt names its agent and model.
+                path: parent_session.path.clone(),
+                agent: None,
+                model: None,
             })
             .await
             .map_err(failed)?;

@@ -381,7 +381,7 @@ async fn parallel_tool_calls_all_complete() {
         vec![
             tool_turn(&[
                 ("c1", "read", json!({"filePath": "notes.txt"})),
-                ("c2", "list", json!({})),
+                ("c2", "glob", json!({"pattern": "*"})),
                 ("c3", "grep", json!({"pattern": "beta"})),
             ]),
             text_turn("done"),
@@ -581,7 +581,7 @@ async fn abort_mid_tool_kills_it_and_keeps_the_part() {
 #[tokio::test]
 async fn the_step_limit_sends_the_max_steps_message() {
     let h = harness(
-        vec![tool_turn(&[("c1", "list", json!({}))]), text_turn("summary of work")],
+        vec![tool_turn(&[("c1", "glob", json!({"pattern": "*"}))]), text_turn("summary of work")],
         Reply::Once,
         BIG,
         Some(2),
@@ -694,4 +694,39 @@ async fn a_second_prompt_while_busy_joins_the_run_and_shares_its_end() {
     assert_eq!(first.id, second.id, "both prompts return the run's last message");
     assert_eq!(first.error.as_ref().map(MessageError::name), Some("MessageAbortedError"));
     assert!(!h.runtime.is_busy(&session.id));
+}
+
+#[tokio::test]
+async fn the_session_records_its_folder_the_newest_prompts_agent_and_model_and_its_totals() {
+    let h = harness(
+        vec![tool_turn(&[("c1", "glob", json!({"pattern": "*"}))]), text_turn("done")],
+        Reply::Once,
+        BIG,
+        None,
+        true,
+    )
+    .await;
+    let session = h.runtime.create_session(None).await.unwrap();
+    // The folder is its git root: OpenCode's path is "".
+    assert_eq!(session.path.as_deref(), Some(""));
+    assert_eq!((session.agent.as_ref(), session.model.as_ref()), (None, None));
+    let mut events = h.runtime.bus().subscribe();
+    h.runtime.prompt(&session.id, PromptInput { text: "look".into(), ..Default::default() }).await.unwrap();
+    let stored = h.store.get_session(&session.id).await.unwrap();
+    assert_eq!(stored.agent.as_deref(), Some("build"));
+    let model = stored.model.clone().unwrap();
+    assert_eq!(
+        (model.id.as_str(), model.provider_id.as_str(), model.variant.as_deref()),
+        ("m", "test", Some("default"))
+    );
+    // Both steps count: 200 + 100 tokens in, 20 + 10 out.
+    assert_eq!((stored.tokens.input, stored.tokens.output), (300, 30));
+    // Clients hear of it: the first `session.updated` carries the agent and model.
+    let mut first_update = None;
+    while let Ok(event) = events.try_recv() {
+        if let BusEvent::SessionUpdated { info } = event {
+            first_update.get_or_insert(info);
+        }
+    }
+    assert_eq!(first_update.and_then(|info| info.agent), Some("build".to_owned()));
 }

@@ -53,11 +53,13 @@ async fn sessions_are_created_listed_read_and_deleted() {
 
     let (status, got) = f.api.call("get", &format!("/session/{id}"), None).await;
     assert_eq!(status, StatusCode::OK);
-    // A single session is read with what its answers cost so far (none yet).
-    let mut expected = created.clone();
-    expected["cost"] = json!(0.0);
-    expected["tokens"] = json!({"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}});
-    assert_eq!(got, expected);
+    // Every session body carries what its steps cost so far (nothing yet), as stored.
+    assert_eq!(got, created);
+    assert_eq!(got["cost"], json!(0));
+    assert_eq!(
+        got["tokens"],
+        json!({"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}})
+    );
 
     let (status, deleted) = f.api.call("delete", &format!("/session/{id}"), None).await;
     assert_eq!((status, deleted), (StatusCode::OK, json!(true)));
@@ -494,8 +496,16 @@ async fn opencode_1_18_creates_sessions_with_their_own_rules_and_reads_paths_and
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let id = body["id"].as_str().unwrap().to_owned();
-    assert_eq!(body["slug"], id.trim_start_matches("ses_").to_ascii_lowercase());
+    // The stored record as OpenCode keeps it: a two-word slug, the agent and model the client
+    // named, the folder's path in its project, totals of zero.
+    assert_eq!(body["slug"].as_str().unwrap().split('-').count(), 2, "{body}");
+    assert_eq!(body["agent"], "build");
+    assert_eq!(body["model"], json!({"providerID": "mock", "id": "m"}));
+    assert_eq!((body["cost"].clone(), body["tokens"]["input"].clone()), (json!(0), json!(0)));
+    assert!(body["path"].is_string(), "{body}");
     assert_eq!(body["permission"], json!([{"permission": "read", "pattern": "*.env", "action": "deny"}]));
+    let (_, read) = f.api.call("get", &format!("/session/{id}"), None).await;
+    assert_eq!(read["slug"], body["slug"]);
     let (status, body) = f.api.call("post", "/session", Some(json!({"agent": "nobody"}))).await;
     assert_bad(status, &body, "agent");
     let (status, body) = f.api.call("post", "/session", Some(json!({"workspaceID": "wrk_1"}))).await;

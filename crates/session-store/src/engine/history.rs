@@ -13,6 +13,7 @@ use crate::model::{
     HistoryTail, PartDelta, RawPart, Removed, RevertPoint, SessionHistory, SkippedRow, WriteBatch,
 };
 use crate::rows::{self, DecodedPart, RowWrite};
+use crate::usage::recount;
 use crate::writer::{CacheOp, Command};
 
 /// Where a part row of a loaded session went.
@@ -147,6 +148,10 @@ impl<DB: Backend> Engine<DB> {
             let id = DB::text(row, 0)?;
             query::<DB>(sql.delete_message).bind(id).execute(&mut *tx).await.map_err(StoreError::from_db)?;
             removed.messages.push(MessageId::new_unchecked(id));
+        }
+        if !removed.messages.is_empty() || !removed.parts.is_empty() {
+            // The removed step-finish parts no longer count in the session's totals.
+            recount::<DB>(&mut tx, session_id).await?;
         }
         if session.revert.is_some() {
             session.revert = None;

@@ -9,9 +9,11 @@ use super::{Engine, begin_write_on, report_skipped};
 use crate::backend::{Backend, query};
 use crate::error::{EntityKind, StoreError, StoreResult};
 use crate::model::{
-    ListSessions, NewSession, Session, SessionCursor, SessionPage, SessionPatch, SessionTime, SkippedRow,
+    AgentModel, ListSessions, NewSession, Session, SessionCursor, SessionPage, SessionPatch, SessionTime,
+    SessionTokens, SkippedRow,
 };
-use crate::util::{default_title, from_db, to_db};
+use crate::usage::{Usage, count, parse_money};
+use crate::util::{default_title, from_db, slug_of_id, to_db};
 
 /// A session row's columns, borrowed from the row as read.
 struct SessionColumns<'r> {
@@ -21,9 +23,12 @@ struct SessionColumns<'r> {
     created: i64,
     updated: i64,
     data: &'r str,
+    /// The totals of its steps, which the store keeps in columns of their own.
+    usage: Usage,
 }
 
-/// The columns of a session row as selected: id, parent_id, title, times, data.
+/// The columns of a session row as selected: id, parent_id, title, times, data, cost and the
+/// five token counts.
 fn session_columns<DB: Backend>(row: &DB::Row) -> Result<SessionColumns<'_>, sqlx::Error> {
     Ok(SessionColumns {
         id: DB::text(row, 0)?,
@@ -32,6 +37,18 @@ fn session_columns<DB: Backend>(row: &DB::Row) -> Result<SessionColumns<'_>, sql
         created: DB::integer(row, 3)?,
         updated: DB::integer(row, 4)?,
         data: DB::text(row, 5)?,
+        usage: Usage {
+            cost: parse_money(DB::text(row, 6)?),
+            tokens: SessionTokens {
+                input: count(DB::integer(row, 7)?),
+                output: count(DB::integer(row, 8)?),
+                reasoning: count(DB::integer(row, 9)?),
+                cache: session_core::CacheTokens {
+                    read: count(DB::integer(row, 10)?),
+                    write: count(DB::integer(row, 11)?),
+                },
+            },
+        },
     })
 }
 
@@ -49,6 +66,10 @@ fn decode_session(cols: SessionColumns<'_>) -> Result<Session, SkippedRow> {
     session.title = cols.title.to_owned();
     session.time.created = from_db(cols.created);
     session.time.updated = from_db(cols.updated);
+    cols.usage.set_on(&mut session);
+    if session.slug.is_empty() {
+        session.slug = slug_of_id(cols.id);
+    }
     Ok(session)
 }
 
@@ -84,12 +105,18 @@ impl<DB: Backend> Engine<DB> {
         let id = new.id.unwrap_or_else(|| self.ids.next(now));
         let session = Session {
             id,
+            slug: self.ids.slug(),
             project_id: new.project_id,
             directory: new.directory,
+            path: new.path,
             title: new.title.unwrap_or_else(|| default_title(new.parent_id.is_some(), now)),
             parent_id: new.parent_id,
             version: new.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
             summary: None,
+            cost: rust_decimal::Decimal::ZERO,
+            tokens: SessionTokens::default(),
+            agent: new.agent,
+            model: new.model,
             revert: None,
             time: SessionTime { created: now, updated: now, compacting: None, archived: None },
             permission: new.permission,
@@ -152,6 +179,30 @@ impl<DB: Backend> Engine<DB> {
     ) -> StoreResult<Session> {
         let mut tx = begin_write_on::<DB>(conn).await?;
         let mut session = read_session::<DB>(&mut tx, id).await?;
+        // The agent and model are written only when they change (OpenCode's `setAgentModel`):
+        // a patch of them alone that changes nothing writes nothing. Any other patch writes,
+        // an empty one included (it moves the updated time).
+        let others = patch.title.is_some()
+            || patch.summary.is_some()
+            || patch.revert.is_some()
+            || patch.compacting.is_some()
+            || patch.archived.is_some();
+        let mut updated = self.now();
+        let mut changed = others || patch.agent_model.is_none();
+        if let Some(AgentModel { agent, model, time }) = patch.agent_model
+            && (session.agent.as_deref() != Some(agent.as_str())
+                || !session.model.as_ref().is_some_and(|stored| stored.same_as(&model)))
+        {
+            session.agent = Some(agent);
+            session.model = Some(model);
+            // The session changed when the prompt was written, as OpenCode dates it.
+            updated = time;
+            changed = true;
+        }
+        if !changed {
+            tx.commit().await.map_err(StoreError::from_db)?;
+            return Ok(session);
+        }
         if let Some(title) = patch.title
             && (!patch.title_only_if_default || session.has_default_title())
         {
@@ -169,7 +220,7 @@ impl<DB: Backend> Engine<DB> {
         if let Some(archived) = patch.archived {
             session.time.archived = archived;
         }
-        session.time.updated = session.time.updated.max(self.now());
+        session.time.updated = session.time.updated.max(updated);
         write_session::<DB>(&mut tx, &session).await?;
         tx.commit().await.map_err(StoreError::from_db)?;
         Ok(session)
@@ -219,6 +270,9 @@ pub(super) async fn insert_session<DB: Backend>(
     session: &Session,
 ) -> StoreResult<()> {
     let data = encode_session(session)?;
+    let cost = session.cost.to_string();
+    let tokens = &session.tokens;
+    let column = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
     query::<DB>(DB::sql().insert_session)
         .bind(session.id.as_str())
         .bind(session.project_id.as_str())
@@ -228,6 +282,12 @@ pub(super) async fn insert_session<DB: Backend>(
         .bind(to_db(session.time.created))
         .bind(to_db(session.time.updated))
         .bind(&data)
+        .bind(&cost)
+        .bind(column(tokens.input))
+        .bind(column(tokens.output))
+        .bind(column(tokens.reasoning))
+        .bind(column(tokens.cache.read))
+        .bind(column(tokens.cache.write))
         .execute(&mut *conn)
         .await
         .map_err(|e| StoreError::on_write(e, EntityKind::Session, session.id.as_str()))?;

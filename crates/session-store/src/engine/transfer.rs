@@ -13,8 +13,9 @@ use crate::backend::{Backend, query};
 use crate::bulk::{Plan, write_each, write_plan};
 use crate::document::{DOCUMENT_VERSION, DocumentMessage, DocumentPart, SessionDocument};
 use crate::error::{EntityKind, StoreError, StoreResult};
-use crate::model::{RawPart, Session, SessionTime};
+use crate::model::{RawPart, Session, SessionTime, SessionTokens};
 use crate::rows::{self, RowWrite};
+use crate::usage::{Usage, recount};
 use crate::util::forked_title;
 
 impl<DB: Backend> Engine<DB> {
@@ -29,14 +30,22 @@ impl<DB: Backend> Engine<DB> {
         {
             return Err(StoreError::not_found(EntityKind::Message, at));
         }
-        let fork = Session {
+        // As OpenCode forks: a new slug, the source's folder, no agent or model until a prompt
+        // names them, and totals that the copied step-finish parts add up as they are written.
+        let mut fork = Session {
             id: self.ids.next(now),
+            slug: self.ids.slug(),
             project_id: source.project_id.clone(),
             directory: source.directory.clone(),
+            path: source.path.clone(),
             parent_id: Some(source.id.clone()),
             title: forked_title(&source.title),
             version: source.version.clone(),
             summary: None,
+            cost: rust_decimal::Decimal::ZERO,
+            tokens: SessionTokens::default(),
+            agent: None,
+            model: None,
             revert: None,
             time: SessionTime { created: now, updated: now, compacting: None, archived: None },
             // A fork may do what its source may.
@@ -100,6 +109,8 @@ impl<DB: Backend> Engine<DB> {
             Some(plan) => write_plan::<DB>(&mut tx, &plan).await?,
             None => write_each::<DB>(&mut tx, &rows).await?,
         }
+        let totals = read_session::<DB>(&mut tx, &fork.id).await?;
+        Usage::of_session(&totals).set_on(&mut fork);
         tx.commit().await.map_err(StoreError::from_db)?;
         Ok(fork)
     }
@@ -138,10 +149,10 @@ impl<DB: Backend> Engine<DB> {
         if document.version == 0 {
             return Err(StoreError::InvalidDocument("version 0 does not exist".to_owned()));
         }
-        let session = &document.info;
+        let mut session = document.info.clone();
         let rows = document_rows(document)?;
         let mut tx = self.begin_write().await?;
-        insert_session::<DB>(&mut tx, session).await?;
+        insert_session::<DB>(&mut tx, &session).await?;
         let sql = DB::sql();
         for row in &rows {
             match row {
@@ -161,8 +172,13 @@ impl<DB: Backend> Engine<DB> {
                 }
             }
         }
+        // The totals are the sums of the parts stored, whatever the document's record says.
+        recount::<DB>(&mut tx, &session.id).await?.set_on(&mut session);
+        if session.slug.is_empty() {
+            session.slug = crate::util::slug_of_id(session.id.as_str());
+        }
         tx.commit().await.map_err(StoreError::from_db)?;
-        Ok(session.clone())
+        Ok(session)
     }
 }
 

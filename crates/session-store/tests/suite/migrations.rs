@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pretty_assertions::assert_eq;
 use rust_decimal::Decimal;
 use session_core::{Message, MessageWithParts, Part};
-use session_store::{RevertPoint, Session, SessionTime, WriteBatch};
+use session_store::{RevertPoint, Session, SessionTime, SessionTokens, WriteBatch};
 use sqlx::AssertSqlSafe;
 
 use super::support::{Fx, Kind, TestDb, completed, on_both_backends, pg_url};
@@ -59,20 +59,34 @@ fn money(value: Option<String>) -> String {
 fn a_session(id: &str, now: u64) -> Session {
     Session {
         id: session_core::SessionId::new_unchecked(id),
+        slug: String::new(),
         project_id: "p1".into(),
         directory: "/work".into(),
+        path: None,
         parent_id: None,
-        title: format!("session {id}"),
-        version: "0.1.0".into(),
         summary: None,
-        revert: None,
+        cost: Decimal::ZERO,
+        tokens: SessionTokens::default(),
+        title: format!("session {id}"),
+        agent: None,
+        model: None,
+        version: "0.1.0".into(),
         time: SessionTime { created: now, updated: now, compacting: None, archived: None },
         permission: Vec::new(),
+        revert: None,
         extra: serde_json::Map::new(),
     }
 }
 
+/// A session row as the first schema's version wrote it: its document has no slug and no
+/// totals.
 async fn insert_session(db: &TestDb, session: &Session) {
+    let mut document = serde_json::to_value(session).unwrap();
+    if let Some(fields) = document.as_object_mut() {
+        for newer in ["slug", "cost", "tokens"] {
+            fields.remove(newer);
+        }
+    }
     db.exec(&format!(
         "INSERT INTO sessions (id, project_id, directory, title, time_created, time_updated, data) \
          VALUES ({}, 'p1', '/work', {}, {}, {}, {})",
@@ -80,7 +94,7 @@ async fn insert_session(db: &TestDb, session: &Session) {
         text(&session.title),
         session.time.created,
         session.time.updated,
-        text(&serde_json::to_string(session).unwrap())
+        text(&document.to_string())
     ))
     .await;
 }
@@ -167,7 +181,16 @@ async fn a_database_of_the_first_schema_migrates_and_keeps_its_data(db: &TestDb)
         history.messages,
         vec![MessageWithParts { info: question.clone(), parts: vec![stray.clone()] }]
     );
-    assert_eq!(store.get_session(&first.id).await.unwrap(), first);
+    // The session reads with the slug its id gives and the totals of its step-finish part.
+    let migrated = store.get_session(&first.id).await.unwrap();
+    let totals = |s: &Session| (s.cost, s.tokens.input, s.tokens.output);
+    assert_eq!(migrated.slug, "first");
+    assert_eq!(totals(&migrated), (Decimal::new(5, 2), 10, 20));
+    assert_eq!(
+        Session { slug: String::new(), cost: Decimal::ZERO, tokens: SessionTokens::default(), ..migrated },
+        first
+    );
+    assert_eq!(totals(&store.get_session(&second.id).await.unwrap()), (Decimal::ZERO, 0, 0));
 
     // Writes, reverts and deletes work on the migrated tables.
     let late = fx.text(&answer_id, "written after the migration", false);
@@ -177,6 +200,7 @@ async fn a_database_of_the_first_schema_migrates_and_keeps_its_data(db: &TestDb)
     assert_eq!(removed.parts, vec![parts[2].id.clone(), parts[3].id.clone(), late.id.clone()]);
     let history = store.load_history(&first.id).await.unwrap();
     assert_eq!(history.messages[1].parts, parts[..2].to_vec());
+    assert_eq!(totals(&store.get_session(&first.id).await.unwrap()), (Decimal::ZERO, 0, 0));
     store.delete_session(&second.id).await.unwrap();
     store.close().await.unwrap();
 

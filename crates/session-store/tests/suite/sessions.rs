@@ -3,9 +3,11 @@
 use pretty_assertions::assert_eq;
 use rust_decimal::Decimal;
 use serde_json::json;
-use session_core::{Message, SessionId};
+use session_core::permission::{Action, Rule};
+use session_core::{CacheTokens, Message, PartKind, SessionId};
 use session_store::{
-    EntityKind, ListSessions, NewSession, RevertRecord, SessionPatch, SessionSummary, StoreError, WriteBatch,
+    AgentModel, EntityKind, ListSessions, NewSession, RevertPoint, RevertRecord, SessionModel, SessionPatch,
+    SessionSummary, SessionTokens, StoreError, WriteBatch,
 };
 
 use super::support::{
@@ -293,36 +295,163 @@ async fn spec_12_3_a_generated_title_never_replaces_a_given_one(db: &TestDb) {
 fn session_json_uses_opencode_names() {
     let session = session_store::Session {
         id: SessionId::new_unchecked("ses_1"),
+        slug: "brisk-heron".into(),
         project_id: "p1".into(),
         directory: "/work".into(),
+        path: Some("sub".into()),
         parent_id: Some(SessionId::new_unchecked("ses_0")),
-        title: "T".into(),
-        version: "0.1.0".into(),
         summary: Some(SessionSummary { additions: 1, deletions: 2, files: 3, diffs: None }),
+        cost: Decimal::new(105, 4),
+        tokens: SessionTokens { input: 1, output: 2, reasoning: 3, cache: CacheTokens { read: 4, write: 5 } },
+        title: "T".into(),
+        agent: Some("build".into()),
+        model: Some(SessionModel {
+            id: "m".into(),
+            provider_id: "p".into(),
+            variant: Some("default".into()),
+        }),
+        version: "0.1.0".into(),
+        time: session_store::SessionTime { created: 1, updated: 2, compacting: None, archived: None },
+        permission: vec![Rule::new("question", "*", Action::Deny)],
         revert: Some(RevertRecord {
             message_id: session_core::MessageId::new_unchecked("msg_1"),
             part_id: Some(session_core::PartId::new_unchecked("prt_1")),
             snapshot: None,
             diff: None,
         }),
-        time: session_store::SessionTime { created: 1, updated: 2, compacting: None, archived: None },
-        permission: Vec::new(),
         extra: serde_json::Map::new(),
     };
     assert_eq!(
         serde_json::to_value(&session).unwrap(),
-        json!({"id": "ses_1", "projectID": "p1", "directory": "/work", "parentID": "ses_0", "title": "T",
-               "version": "0.1.0", "summary": {"additions": 1, "deletions": 2, "files": 3},
-               "revert": {"messageID": "msg_1", "partID": "prt_1"}, "time": {"created": 1, "updated": 2}})
+        json!({"id": "ses_1", "slug": "brisk-heron", "projectID": "p1", "directory": "/work", "path": "sub",
+               "parentID": "ses_0", "summary": {"additions": 1, "deletions": 2, "files": 3}, "cost": 0.0105,
+               "tokens": {"input": 1, "output": 2, "reasoning": 3, "cache": {"read": 4, "write": 5}},
+               "title": "T", "agent": "build", "model": {"id": "m", "providerID": "p", "variant": "default"},
+               "version": "0.1.0", "time": {"created": 1, "updated": 2},
+               "permission": [{"permission": "question", "pattern": "*", "action": "deny"}],
+               "revert": {"messageID": "msg_1", "partID": "prt_1"}})
     );
-    // Fields of other versions (OpenCode's slug, share) are kept.
-    let foreign = json!({"id": "ses_2", "projectID": "p", "directory": "/", "title": "x", "version": "1.15.12",
-                         "slug": "calm-fox", "time": {"created": 1, "updated": 1}});
+    // OpenCode's own record reads whole: the fields this version types, and the rest (share,
+    // metadata) kept as they were.
+    let foreign = json!({"id": "ses_2", "slug": "calm-fox", "projectID": "p", "directory": "/", "path": "",
+                         "cost": 0.5, "tokens": {"input": 9, "output": 8, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+                         "title": "x", "agent": "plan", "model": {"id": "m", "providerID": "p"},
+                         "version": "1.18.34", "share": {"url": "https://x"}, "metadata": {"k": 1},
+                         "time": {"created": 1, "updated": 1}});
     let read: session_store::Session = serde_json::from_value(foreign.clone()).unwrap();
+    assert_eq!(read.slug, "calm-fox");
+    assert_eq!(read.cost, Decimal::new(5, 1));
+    assert_eq!(read.agent.as_deref(), Some("plan"));
     assert_eq!(serde_json::to_value(&read).unwrap(), foreign);
 }
 
+/// A new session gets a slug of two words, its folder's path, agent and model as created,
+/// and totals of zero.
+async fn a_new_session_has_a_slug_and_zero_totals(db: &TestDb) {
+    let store = db.open().await;
+    let model = SessionModel { id: "m".into(), provider_id: "p".into(), variant: None };
+    let created = store
+        .create_session(NewSession {
+            path: Some(String::new()),
+            agent: Some("plan".into()),
+            model: Some(model.clone()),
+            ..NewSession::new("p1", "/work")
+        })
+        .await
+        .unwrap();
+    assert_eq!(created.slug.split('-').count(), 2, "{}", created.slug);
+    assert_eq!((created.cost, created.tokens), (Decimal::ZERO, SessionTokens::default()));
+    let read = store.get_session(&created.id).await.unwrap();
+    assert_eq!(read, created);
+    assert_eq!(read.path.as_deref(), Some(""));
+    assert_eq!(read.model, Some(model));
+    store.close().await.unwrap();
+}
+
+/// A prompt's agent and model are written when they change, dated by the prompt; the same
+/// pair again (a missing variant being `default`) writes nothing.
+async fn the_agent_and_model_change_with_a_prompt(db: &TestDb) {
+    let clock = ManualClock::at(1_000);
+    let store = db.open_with(options_with_clock(clock.clone())).await;
+    let session = new_session(store.as_ref()).await;
+    let named = |agent: &str, variant: Option<&str>, time: u64| SessionPatch {
+        agent_model: Some(AgentModel {
+            agent: agent.into(),
+            model: SessionModel {
+                id: "m".into(),
+                provider_id: "p".into(),
+                variant: variant.map(str::to_owned),
+            },
+            time,
+        }),
+        ..SessionPatch::default()
+    };
+    clock.set(5_000);
+    let first = store.update_session(&session.id, named("build", Some("default"), 4_000)).await.unwrap();
+    assert_eq!(first.agent.as_deref(), Some("build"));
+    assert_eq!(first.time.updated, 4_000);
+    clock.set(9_000);
+    let same = store.update_session(&session.id, named("build", None, 8_000)).await.unwrap();
+    assert_eq!(same, first, "the same agent and model write nothing");
+    let other = store.update_session(&session.id, named("plan", None, 8_500)).await.unwrap();
+    assert_eq!((other.agent.as_deref(), other.time.updated), (Some("plan"), 8_500));
+    assert_eq!(store.get_session(&session.id).await.unwrap(), other);
+    store.close().await.unwrap();
+}
+
+/// The totals are the sums of the session's step-finish parts: each written part adds its
+/// own, a part written again replaces what it added, and a revert takes back what it removes.
+async fn totals_follow_the_step_finish_parts(db: &TestDb) {
+    let store = db.open().await;
+    let session = new_session(store.as_ref()).await;
+    let mut fx = Fx::new(&session.id);
+    let user = fx.user();
+    let answer = fx.assistant(user.id());
+    let answer_id = answer.id.clone();
+    let first = fx.step_finish(&answer_id, Decimal::new(105, 4));
+    let second = fx.step_finish(&answer_id, Decimal::new(2, 3));
+    let batch =
+        WriteBatch::new().message(user.clone()).message(Message::Assistant(answer)).part(first.clone());
+    store.commit(&batch).await.unwrap();
+    store.commit(&WriteBatch::new().part(second.clone())).await.unwrap();
+    let totals = |s: &session_store::Session| (s.cost, s.tokens.input, s.tokens.output);
+    let read = store.get_session(&session.id).await.unwrap();
+    assert_eq!(totals(&read), (Decimal::new(125, 4), 20, 40));
+    // The same part again, with other numbers, replaces its own share.
+    let mut again = second.clone();
+    if let PartKind::StepFinish(step) = &mut again.kind {
+        step.cost = Decimal::new(3, 3);
+        step.tokens.input = 1;
+    }
+    store.upsert_part(&again).await.unwrap();
+    let read = store.get_session(&session.id).await.unwrap();
+    assert_eq!(totals(&read), (Decimal::new(135, 4), 11, 40));
+    // The list carries them too.
+    let listed = store.list_sessions(&ListSessions::default()).await.unwrap();
+    assert_eq!(listed.sessions.iter().find(|s| s.id == session.id).map(totals), Some(totals(&read)));
+    // A fork adds up what it copies; a revert takes back what it removes.
+    let fork = store.fork_session(&session.id, None).await.unwrap();
+    assert_eq!(totals(&fork), totals(&read));
+    assert_eq!(totals(&store.get_session(&fork.id).await.unwrap()), totals(&read));
+    let point = RevertPoint { message_id: answer_id.clone(), part_id: Some(second.id.clone()) };
+    store.remove_from(&session.id, &point).await.unwrap();
+    let read = store.get_session(&session.id).await.unwrap();
+    assert_eq!(totals(&read), (Decimal::new(105, 4), 10, 20));
+    // An export carries them; an import sums the parts it stores, whatever the record says.
+    let mut document = store.export_session(&session.id).await.unwrap();
+    assert_eq!(totals(&document.info), totals(&read));
+    store.delete_session(&session.id).await.unwrap();
+    document.info.cost = Decimal::new(99, 0);
+    let imported = store.import_session(&document).await.unwrap();
+    assert_eq!(totals(&imported), totals(&read));
+    assert_eq!(totals(&store.get_session(&session.id).await.unwrap()), totals(&read));
+    store.close().await.unwrap();
+}
+
 on_both_backends!(
+    a_new_session_has_a_slug_and_zero_totals,
+    the_agent_and_model_change_with_a_prompt,
+    totals_follow_the_step_finish_parts,
     create_get_update_delete,
     a_taken_id_is_refused,
     lists_page_by_page_newest_first,

@@ -13,6 +13,7 @@ use crate::tool::{ToolSuccess, TypedTool};
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct InvalidArgs {
     /// The tool the model tried to call
+    #[expect(dead_code, reason = "part of the call's input, which names it; the answer does not repeat it")]
     tool: String,
     /// Why the call could not run
     error: String,
@@ -29,12 +30,11 @@ impl TypedTool for InvalidTool {
     type Input = InvalidArgs;
 
     async fn run(&self, args: InvalidArgs, _ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
-        let mut metadata = JsonObject::new();
-        metadata.insert("tool".to_owned(), serde_json::Value::String(args.tool));
+        // OpenCode 1.18.34's metadata has nothing of its own (the executor adds `truncated`).
         Ok(ToolSuccess::new(
             "Invalid Tool",
             format!("The arguments provided to the tool are invalid: {}", args.error),
-            metadata,
+            JsonObject::new(),
         ))
     }
 }

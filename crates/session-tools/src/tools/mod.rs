@@ -6,7 +6,6 @@ mod files;
 mod glob;
 mod grep;
 mod invalid;
-mod list;
 mod read;
 mod search;
 mod skill;
@@ -30,29 +29,27 @@ pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use invalid::InvalidTool;
-pub use list::ListTool;
 pub use read::{MAX_LINE_LENGTH, MAX_READ_BYTES, ReadTool};
 pub use search::{RESULT_LIMIT, walk_project};
 pub use skill::{
     SKILL_FILE, SKILL_FILES_LISTED, SKILL_TOOL, Skill, SkillTool, available_skills, skill_output,
     skills_prompt,
 };
-pub use todo::{TodoReadTool, TodoWriteTool};
+pub use todo::TodoWriteTool;
 pub use write::WriteTool;
 
-/// Every built-in tool: read, write, edit, list, glob, grep, bash, todowrite, todoread, and
-/// `invalid`, which answers calls of unknown tools and is never offered.
+/// Every built-in tool: read, write, edit, glob, grep, bash, todowrite, and `invalid`, which
+/// answers calls of unknown tools and is never offered. OpenCode 1.18.34 offers neither `list`
+/// nor `todoread` (its registry has no such tools), so neither is here.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadTool),
         Arc::new(WriteTool),
         Arc::new(EditTool),
-        Arc::new(ListTool),
         Arc::new(GlobTool),
         Arc::new(GrepTool),
         Arc::new(BashTool::new()),
         Arc::new(TodoWriteTool),
-        Arc::new(TodoReadTool),
         Arc::new(InvalidTool),
     ]
 }

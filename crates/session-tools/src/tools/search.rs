@@ -1,4 +1,4 @@
-//! The directory walk shared by `list`, `glob` and `grep`: in-process, parallel, respecting
+//! The directory walk shared by `glob` and `grep`: in-process, parallel, respecting
 //! `.gitignore` (also outside git repositories), never following symlinks into folders.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
 
-/// How many results `list`, `glob` and `grep` return before they say the rest was cut.
+/// How many results `glob` and `grep` return before they say the rest was cut.
 pub const RESULT_LIMIT: usize = 100;
 
 /// A walker over `root` with the standard filters: `.gitignore`, `.ignore` and

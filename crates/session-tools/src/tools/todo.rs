@@ -1,4 +1,5 @@
-//! `todowrite` and `todoread`: the session's todo list.
+//! `todowrite`: the session's todo list (OpenCode 1.18.34 has no `todoread`; the list reaches
+//! clients through `todo.updated` and the session's todo route).
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -15,17 +16,12 @@ const WRITE_DESCRIPTION: &str = "Creates and updates the structured task list of
 plan multi-step work, track progress and show the user what is being done. Send the whole updated list every \
 time; mark a task in_progress when you start it and completed as soon as it is done.";
 
-const READ_DESCRIPTION: &str = "Reads the current session's todo list.";
-
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct TodoWriteArgs {
     /// The updated todo list
     #[schemars(transform = items_without_description)]
     todos: Vec<Todo>,
 }
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(crate) struct TodoReadArgs {}
 
 /// OpenCode 1.18.34 offers the todo item without a description of its own (issue 40); the
 /// item's doc comment is for this crate's readers.
@@ -38,10 +34,6 @@ fn items_without_description(schema: &mut schemars::Schema) {
 /// The `todowrite` tool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TodoWriteTool;
-
-/// The `todoread` tool.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TodoReadTool;
 
 fn result(todos: &[Todo]) -> Result<ToolSuccess, ToolError> {
     let open = todos.iter().filter(|todo| todo.status != "completed").count();
@@ -61,17 +53,5 @@ impl TypedTool for TodoWriteTool {
         ctx.ask_for(Self::NAME, vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
         ctx.todos().set(ctx.session_id(), args.todos.clone());
         result(&args.todos)
-    }
-}
-
-#[async_trait]
-impl TypedTool for TodoReadTool {
-    const NAME: &'static str = "todoread";
-    const DESCRIPTION: &'static str = READ_DESCRIPTION;
-    type Input = TodoReadArgs;
-
-    async fn run(&self, _: TodoReadArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
-        ctx.ask_for(Self::NAME, vec!["*".into()], vec!["*".into()], JsonObject::new()).await?;
-        result(&ctx.todos().get(ctx.session_id()))
     }
 }

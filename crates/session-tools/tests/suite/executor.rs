@@ -95,8 +95,24 @@ async fn an_unknown_tool_is_an_error_naming_the_available_ones() {
     assert!(matches!(error, ToolError::UnknownTool { .. }));
     assert_eq!(
         error.to_string(),
-        "Model tried to call unavailable tool 'teleport'. Available tools: read, write, edit, list, glob, grep, bash, todowrite, todoread."
+        // Every tool a model may call, `invalid` among them, in code-unit order (OpenCode 1.18.34).
+        "Model tried to call unavailable tool 'teleport'. Available tools: bash, edit, glob, grep, invalid, read, todowrite, write."
     );
+}
+
+#[tokio::test]
+async fn every_result_says_whether_its_output_was_cut() {
+    let fx = Fixture::new();
+    // Tools that say nothing about it get `truncated: false`, as OpenCode's wrapper gives it.
+    let todos = json!([{"content": "plan", "status": "pending", "priority": "high"}]);
+    let written = fx.run("todowrite", json!({"todos": todos})).await.unwrap();
+    assert_eq!(written.metadata.get("truncated"), Some(&json!(false)));
+    let invalid = fx.run("invalid", json!({"tool": "teleport", "error": "no such tool"})).await.unwrap();
+    assert_eq!(Value::Object(invalid.metadata), json!({"truncated": false}), "no `tool` of its own");
+    // A tool that says it keeps its word.
+    fx.write("notes.txt", "one\n");
+    let read = fx.run("read", json!({"filePath": "notes.txt"})).await.unwrap();
+    assert_eq!(read.metadata.get("truncated"), Some(&json!(false)));
 }
 
 #[tokio::test]
@@ -124,7 +140,6 @@ async fn builtin_schemas_use_opencode_parameter_names() {
     assert_eq!(names("write"), vec!["content", "filePath"]);
     assert_eq!(names("grep"), vec!["pattern", "path", "include"]);
     assert_eq!(names("glob"), vec!["pattern", "path"]);
-    assert_eq!(names("list"), vec!["path", "ignore"]);
     // OpenCode 1.18.34 offers no `description` (a call may still send one).
     assert_eq!(names("bash"), vec!["command", "timeout", "workdir"]);
     assert_eq!(names("todowrite"), vec!["todos"]);
@@ -133,7 +148,7 @@ async fn builtin_schemas_use_opencode_parameter_names() {
         &[session_core::permission::Rule::new("edit", "*", session_core::permission::Action::Deny)],
     );
     let left: Vec<String> = registry.definitions(&disabled).into_iter().map(|d| d.name).collect();
-    assert_eq!(left, vec!["read", "list", "glob", "grep", "bash", "todowrite", "todoread"]);
+    assert_eq!(left, vec!["read", "glob", "grep", "bash", "todowrite"]);
 }
 
 #[test]

@@ -278,7 +278,7 @@ async fn edit_keeps_crlf_line_endings_and_an_empty_old_string_creates_the_file()
 }
 
 #[tokio::test]
-async fn todowrite_then_todoread() {
+async fn todowrite_keeps_the_list_and_answers_with_it() {
     let fx = Fixture::new();
     let todos = json!([
         {"content": "plan", "status": "completed", "priority": "high"},
@@ -287,9 +287,10 @@ async fn todowrite_then_todoread() {
     let written = fx.run("todowrite", json!({"todos": todos})).await.unwrap();
     assert_eq!(written.title, "1 todos");
     assert_eq!(written.metadata["todos"], todos);
-    let read = fx.run("todoread", json!({})).await.unwrap();
-    assert_eq!(read.metadata["todos"], todos);
-    assert_eq!(serde_json::from_str::<Value>(&read.output).unwrap(), todos);
+    assert_eq!(serde_json::from_str::<Value>(&written.output).unwrap(), todos);
+    // OpenCode 1.18.34 has no `todoread`: the list is kept for the session's clients.
+    let error = fx.run("todoread", json!({})).await.unwrap_err();
+    assert!(matches!(error, ToolError::UnknownTool { .. }), "{error}");
 }
 
 #[tokio::test]

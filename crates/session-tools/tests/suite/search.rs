@@ -1,4 +1,4 @@
-//! list, glob and grep over real trees.
+//! glob and grep over real trees.
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -16,34 +16,6 @@ fn tree(fx: &Fixture) {
     fx.write("node_modules/pkg/index.js", "needle\n");
     fx.write("README.md", "no match here\n");
     fx.write("target/build.txt", "nothing\n");
-}
-
-#[tokio::test]
-async fn list_renders_a_tree_and_skips_ignored_files() {
-    let fx = Fixture::new();
-    tree(&fx);
-    let result = fx.run("list", json!({})).await.unwrap();
-    let expected = format!(
-        "{}/\n  src/\n    deep/\n      mod.ts\n    lib.rs\n    main.rs\n  .gitignore\n  README.md\n",
-        fx.root.display()
-    );
-    assert_eq!(result.output, expected);
-    assert_eq!(result.metadata["count"], json!(5));
-    assert_eq!(result.metadata["truncated"], json!(false));
-    let result = fx.run("list", json!({"path": "src", "ignore": ["deep/"]})).await.unwrap();
-    assert!(!result.output.contains("mod.ts"), "{}", result.output);
-}
-
-#[tokio::test]
-async fn list_is_capped_with_a_notice() {
-    let fx = Fixture::new();
-    for n in 0..150 {
-        fx.write(&format!("many/f{n:03}.txt"), "x");
-    }
-    let result = fx.run("list", json!({"path": "many"})).await.unwrap();
-    assert_eq!(result.metadata["count"], json!(RESULT_LIMIT));
-    assert_eq!(result.metadata["truncated"], json!(true));
-    assert!(result.output.contains("(Results are truncated"), "{}", result.output);
 }
 
 #[tokio::test]
