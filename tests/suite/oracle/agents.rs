@@ -80,27 +80,32 @@ pub(crate) async fn capture(agent: Agent, case: &Case) -> Capture {
     let prompts: Vec<(bool, String)> = std::iter::once((false, case.prompt.to_owned()))
         .chain(case.then.iter().map(|p| (true, (*p).to_owned())))
         .collect();
-    let (printed, stored, log) = tokio::task::spawn_blocking(move || {
+    let (printed, stored, log) = if let Some(steps) = &case.serve {
         let runner = Runner { agent, project, home, config: config_path };
-        let mut printed = Vec::new();
-        let mut log = String::new();
-        let mut session_id = None;
-        for (continues, prompt) in prompts {
-            let (lines, status, stderr) = runner.run(&prompt, continues);
-            log.push_str(&stderr);
-            session_id =
-                session_id.or_else(|| lines.iter().find_map(|l| l["sessionID"].as_str().map(str::to_owned)));
-            printed.push(json!({"exit": status, "lines": lines}));
-        }
-        let session_id = session_id.or_else(|| runner.latest_session());
-        let stored = match session_id {
-            Some(id) => runner.export(&id, &mut log),
-            None => Value::Null,
-        };
-        (printed, stored, log)
-    })
-    .await
-    .unwrap();
+        super::serve::drive(&runner, case.prompt, steps).await
+    } else {
+        tokio::task::spawn_blocking(move || {
+            let runner = Runner { agent, project, home, config: config_path };
+            let mut printed = Vec::new();
+            let mut log = String::new();
+            let mut session_id = None;
+            for (continues, prompt) in prompts {
+                let (lines, status, stderr) = runner.run(&prompt, continues);
+                log.push_str(&stderr);
+                session_id = session_id
+                    .or_else(|| lines.iter().find_map(|l| l["sessionID"].as_str().map(str::to_owned)));
+                printed.push(json!({"exit": status, "lines": lines}));
+            }
+            let session_id = session_id.or_else(|| runner.latest_session());
+            let stored = match session_id {
+                Some(id) => runner.export(&id, &mut log),
+                None => Value::Null,
+            };
+            (printed, stored, log)
+        })
+        .await
+        .unwrap()
+    };
 
     let requests = server.requests();
     let main: Vec<Value> =
@@ -131,15 +136,18 @@ fn sent_request(request: &session_testkit::RecordedRequest, places: &Places) -> 
     normalize(&json!({"kind": format!("{:?}", request.kind), "headers": headers, "body": body}), places)
 }
 
-struct Runner {
-    agent: Agent,
+/// How one agent is started for a case: its program, folders and config.
+pub(crate) struct Runner {
+    /// Which agent.
+    pub agent: Agent,
     project: PathBuf,
     home: PathBuf,
     config: PathBuf,
 }
 
 impl Runner {
-    fn command(&self) -> Command {
+    /// The agent's program in the project, with the case's isolated home, env and config.
+    pub(crate) fn command(&self) -> Command {
         let mut command = match self.agent {
             Agent::OpenCode => Command::new(crate::opencode_cli::opencode_binary()),
             Agent::Session => Command::new(session_e2e::session_binary().unwrap()),
@@ -210,7 +218,8 @@ impl Runner {
         Some(stdout[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
     }
 
-    fn export(&self, id: &str, log: &mut String) -> Value {
+    /// The stored session `id`, exported.
+    pub(crate) fn export(&self, id: &str, log: &mut String) -> Value {
         let mut command = self.command();
         match self.agent {
             Agent::OpenCode => command.args(["export", id]),

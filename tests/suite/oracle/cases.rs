@@ -24,6 +24,17 @@ pub(crate) struct Case {
     config: Value,
     /// Path patterns whose differences no allowance explains in this case.
     pub exact: Vec<&'static str>,
+    /// The HTTP calls to make through `opencode serve` and `session serve` instead of `run`.
+    pub serve: Option<ServeSteps>,
+}
+
+/// What a case does through each agent's HTTP server: create a session, post the prompt, and
+/// maybe revert it.
+pub(crate) struct ServeSteps {
+    /// Fields added to the body of `POST /session/{id}/message` (e.g. `format`).
+    pub message: Value,
+    /// Then `POST /session/{id}/revert` to the prompt's user message.
+    pub revert: bool,
 }
 
 impl Case {
@@ -38,7 +49,14 @@ impl Case {
             files: Vec::new(),
             config: json!({}),
             exact: Vec::new(),
+            serve: None,
         }
+    }
+
+    /// Runs the case through the HTTP servers (see [`ServeSteps`]).
+    fn serve(mut self, message: Value, revert: bool) -> Self {
+        self.serve = Some(ServeSteps { message, revert });
+        self
     }
 
     /// Differences under `pattern` fail this case even where an allowance lists them for
@@ -439,6 +457,19 @@ pub(crate) fn all() -> Vec<Case> {
         Case::new("empty_reply", "a step with no text and no calls", "Nothing", json!([
             {"text": ""}
         ])),
+        // Issue 40 through the HTTP API, item 8: the session summary right after a revert.
+        Case::new("revert_after_write", "item 8 (serve): a write, then a revert of its prompt", "Write", json!([
+            {"calls": [{"name": "write", "arguments": {"filePath": "{cwd}/new.txt", "content": "fresh\n"}}]},
+            done_turn()
+        ]))
+        .serve(json!({}), true),
+        Case::new("structured_output", "serve: a json_schema format answered by StructuredOutput", "Extract", json!([
+            {"calls": [{"name": "StructuredOutput", "arguments": {"name": "Ada", "age": 36}}]},
+            done_turn()
+        ]))
+        .serve(json!({"format": {"type": "json_schema", "schema": {"type": "object",
+            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+            "required": ["name", "age"], "additionalProperties": false}}}), false),
         // Issue 41: skills of `.opencode/skills` and `.claude/skills`, one denied.
         Case::new("skills", "issue 41: skills listed, loaded, one denied", "Skills", json!([
             {"calls": [{"name": "skill", "arguments": {"name": "pdf"}}]},

@@ -12,6 +12,9 @@
 //!   parameter schemas; the wording of system prompts and tool descriptions is hidden);
 //! - `printed`: the JSON lines and the exit status of each run.
 //!
+//! A case that needs the HTTP API ([`cases::Case::serve`]) runs through `opencode serve` and
+//! `session serve` instead ([`serve`]); its `printed` is then the JSON of each HTTP response.
+//!
 //! A difference passes only when [`allow`] lists it: [`allow::KEPT`], the differences kept on
 //! purpose (each names its docs/SPEC.md §17 entry), or [`allow::OPEN`], the differences issue 40
 //! found that are not fixed yet. An entry that no run shows fails the suite, so the lists never
@@ -24,6 +27,7 @@ mod agents;
 mod allow;
 mod cases;
 mod normalize;
+mod serve;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
