@@ -1,4 +1,4 @@
-//! Splits the embedded models.dev snapshot into its providers at build time (issue 25): the
+//! Splits the embedded models.dev snapshot into its providers at build time: the
 //! binary then holds one JSON text per provider, and a run parses only the one it uses,
 //! without even scanning the other half megabyte at start.
 

@@ -1,4 +1,4 @@
-//! The `session` command as a new user meets it (issue 26): totals, the terminal, `models`,
+//! The `session` command as a new user meets it: totals, the terminal, `models`,
 //! local servers that are not running, failed starts, keys, colour, and `run`'s session flags.
 
 use std::path::Path;
@@ -242,7 +242,7 @@ async fn issue_26_5_a_run_that_never_started_leaves_no_session_and_an_error_show
     assert_eq!(unknown_agent.status.code(), Some(1));
     assert!(text(&unknown_agent.stderr).contains("nobody"), "{}", text(&unknown_agent.stderr));
     assert_eq!(list(dir.path()), "", "a prompt that was never stored leaves no empty session behind");
-    // A start the provider never answered keeps its session: the prompt is not lost (issue 40).
+    // A start the provider never answered keeps its session: the prompt is not lost.
     let closed = format!("http://127.0.0.1:{}/v1", closed_port());
     let refused =
         output(session(dir.path(), &["run", "-m", "mock/m", "--base-url", &closed, "hi"], &[])).await;

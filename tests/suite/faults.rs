@@ -1,5 +1,5 @@
 //! Provider faults through the real `session run --format json --yes`: the loopback server
-//! injects each fault of issue 12 on a chosen request or mid-stream, and every case checks the
+//! injects each provider fault on a chosen request or mid-stream, and every case checks the
 //! outcome SPEC 7, 8 and 10 prescribe (a retry after the right delay, a compaction, or a clear
 //! stop), the `session.status` events in order, and that every part the run reported is in
 //! the store afterwards, as reported.

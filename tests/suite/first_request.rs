@@ -1,4 +1,4 @@
-//! Issue 40 item 1 and the session headers of item 7, through the real binary: a run whose
+//! A first request that fails, and the session headers, through the real binary: a run whose
 //! first request the provider refuses keeps its session (the prompt, the assistant's
 //! `APIError`), `run --continue` goes on in it, and every request of the session, the agent's
 //! and the title's, names it in `x-session-affinity` and `x-session-id`.

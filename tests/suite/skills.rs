@@ -1,4 +1,4 @@
-//! Skills end to end through `session run` (issue 41): the `.opencode/skills` and
+//! Skills end to end through `session run`: the `.opencode/skills` and
 //! `.claude/skills` folders listed in the request, the `skill` tool's answer, a denied skill
 //! kept out of sight, a skill's output surviving the prune, an invalid SKILL.md reported.
 

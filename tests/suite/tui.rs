@@ -1,4 +1,4 @@
-//! The interactive UI (issue 24) through the real binary on a pseudo-terminal, against the
+//! The interactive UI through the real binary on a pseudo-terminal, against the
 //! loopback scripted provider: the screen is read back with a terminal emulator (vt100).
 
 use std::io::{Read as _, Write as _};

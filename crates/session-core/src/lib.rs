@@ -35,8 +35,8 @@ pub use event::{
     FinishReason, LlmEvent, ProviderMetadata, ToolFailure, ToolResultKind, ToolResultValue, Usage,
 };
 pub use id::{
-    Clock, Entropy, IdError, IdGenerator, IdOrder, Identifier, MessageId, PartId, PermissionId, QuestionId,
-    SessionId, SplitMix,
+    Clock, Entropy, IdError, IdGenerator, IdOrder, IdSource, Identifier, MessageId, PartId, PermissionId,
+    QuestionId, SessionId, SplitMix,
 };
 pub use js_json::JsonObject;
 pub use message::{

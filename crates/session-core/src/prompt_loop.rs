@@ -73,7 +73,7 @@ pub fn next_task(messages: &[MessageWithParts]) -> Result<(LoopView<'_>, NextTas
     let last_finished =
         assistants.clone().filter(|(a, _)| a.finish.is_some()).map(|(a, _)| a).max_by(|a, b| a.id.cmp(&b.id));
     let view = LoopView { last_user, last_finished };
-    // An unknown finish goes on too, as OpenCode 1.18.34's loop does (issue 40).
+    // An unknown finish goes on too, as OpenCode 1.18.34's loop does.
     if let Some((info, assistant)) = assistants.max_by(|(a, _), (b, _)| a.id.cmp(&b.id))
         && info.finish.is_some_and(|f| f != FinishReason::ToolCalls && f != FinishReason::Unknown)
         && !has_pending_tool_work(assistant)
@@ -176,7 +176,7 @@ pub const CONTENT_FILTER_MESSAGE: &str = "The response was blocked by the provid
 
 /// SPEC 12 step 10: the error a finished step gives its message. A `content-filter` finish
 /// on a message without an error is a ContentFilterError, and the run ends with it, as
-/// OpenCode 1.18.34's loop does (issue 40). A structured answer the step captured comes first.
+/// OpenCode 1.18.34's loop does. A structured answer the step captured comes first.
 pub fn finish_error(message: &AssistantMessage) -> Option<MessageError> {
     (message.error.is_none() && message.finish == Some(FinishReason::ContentFilter))
         .then(|| MessageError::ContentFilterError { message: CONTENT_FILTER_MESSAGE.to_owned() })

@@ -34,7 +34,7 @@ pub(crate) fn count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option
 
 /// The total the AI SDK gives a step (SPEC 1.1): input plus output, a missing one counting 0,
 /// absent when both are. A provider's own `total_tokens` is not used, as OpenCode 1.18.34
-/// stores this sum whatever the provider reports (issue 40).
+/// stores this sum whatever the provider reports.
 pub(crate) fn sdk_total(input: Option<i64>, output: Option<i64>) -> Option<i64> {
     match (input, output) {
         (None, None) => None,

@@ -137,7 +137,7 @@ pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<H
     let cannot =
         |err: serde_json::Error| LlmError::InvalidRequest(format!("cannot serialise the request: {err}"));
     let (path, format_headers, body) = match config.api {
-        // Serialised from the borrowed body, without a `Value` tree in between (issue 25).
+        // Serialised from the borrowed body, without a `Value` tree in between.
         Api::OpenAiChat => {
             let body = serde_json::to_vec(&openai_chat::body(request)?).map_err(cannot)?;
             (openai_chat::PATH.to_owned(), openai_chat::headers(), body)
@@ -149,7 +149,7 @@ pub fn http_request(config: &ProviderEndpoint, request: &LlmRequest) -> Result<H
     };
     let mut headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),
-        // Providers see who calls them, as OpenCode's `opencode/<version>` tells them (issue 40);
+        // Providers see who calls them, as OpenCode's `opencode/<version>` tells them;
         // a configured `user-agent` header replaces it.
         ("user-agent".to_owned(), USER_AGENT.to_owned()),
     ];

@@ -2,7 +2,7 @@
 //! handshake instead of with the client.
 //!
 //! Building reqwest's default client loads every certificate of the system store (about 5 ms
-//! of CPU, a third of `session run`'s start-up, issue 25) even when the provider is a plain
+//! of CPU, a third of `session run`'s start-up) even when the provider is a plain
 //! `http://` server that never needs them. The verifier below is the same
 //! `rustls-platform-verifier` that reqwest would use, with the same crypto provider; only
 //! the moment its roots are read changes.

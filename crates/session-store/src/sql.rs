@@ -129,7 +129,7 @@ macro_rules! statements {
             // The heartbeat renews thousands of rows at once while writers hold some of them: on
             // PostgreSQL it skips the rows a writer holds (renewed at the next beat, a third of
             // the lease later) rather than wait, so it can never close a deadlock cycle with
-            // writers that lock the same rows in another order (10,000 sessions did, issue 25).
+            // writers that lock the same rows in another order (10,000 sessions did).
             renew_leases: concat!(
                 "UPDATE sessions SET lease_expires = $2 WHERE id IN \
                  (SELECT id FROM sessions WHERE lease_owner = $1",
@@ -192,7 +192,7 @@ static POSTGRES: Sql = statements!(
 pub(crate) const MAX_ROWS: usize = 64;
 
 /// Upserts for 1 to [`MAX_ROWS`] rows, each statement built the first time its row count is
-/// needed (all 128 at once cost about 3 ms of CPU before a run's first write, issue 25).
+/// needed (all 128 at once cost about 3 ms of CPU before a run's first write).
 #[derive(Debug)]
 pub(crate) struct BulkSql {
     sql: &'static Sql,

@@ -52,7 +52,7 @@ impl SqliteStore {
             .statement_cache_capacity(256);
         // A new file is created and migrated on a connection of its own without syncs
         // (`synchronous = OFF`): the rollback journal's and the new WAL's fsyncs cost more
-        // than the rest of a run's start (issue 25), and until the migrations end there is
+        // than the rest of a run's start, and until the migrations end there is
         // nothing to lose. The pool's first connection opens while the migrations run (the
         // file is in WAL by then, so it neither waits for them nor syncs the switch), and the
         // creating connection closes once both are done, so closing does not checkpoint; the
@@ -129,8 +129,8 @@ async fn create_unsynced(connect: &SqliteConnectOptions) -> Result<sqlx::SqliteC
 /// its migrator reads the file as its own at every later open), then one batch creates the
 /// schema the migrations leave ([`NEW_FILE_SCHEMA`]) and records every migration, with its
 /// checksum, in one transaction. sqlx's migrator takes about five round trips and a commit per
-/// migration, and replaying the migrations' table rebuilds costs twice the final schema
-/// (issue 25). Only for a file this process just created: nothing else can be in it.
+/// migration, and replaying the migrations' table rebuilds costs twice the final schema.
+/// Only for a file this process just created: nothing else can be in it.
 async fn migrate_new_file(connection: &mut sqlx::SqliteConnection) -> Result<(), sqlx::Error> {
     use sqlx::migrate::Migrate as _;
     let migrator = backend::sqlite_migrator();

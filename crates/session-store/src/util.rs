@@ -1,33 +1,26 @@
 //! Small helpers: id and slug making, ISO times, fork titles, integer conversions.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::Mutex;
-
-use session_core::{Entropy, IdGenerator, Identifier, SplitMix};
+use session_core::{IdSource, Identifier};
 
 /// Makes ids for the objects the store creates itself (sessions, forked copies).
 #[derive(Debug)]
 pub(crate) struct Ids {
-    inner: Mutex<(IdGenerator, SplitMix)>,
+    source: IdSource,
 }
 
 impl Ids {
     pub(crate) fn new(now_ms: u64) -> Self {
-        Self { inner: Mutex::new((IdGenerator::new(), SplitMix::new(random_seed(now_ms)))) }
+        Self { source: IdSource::random(now_ms) }
     }
 
     pub(crate) fn next<T: Identifier>(&self, now_ms: u64) -> T {
-        let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (generator, entropy) = &mut *guard;
-        generator.next(now_ms, entropy)
+        self.source.next(now_ms)
     }
 
     /// A new session's slug: two random words, `adjective-noun` (OpenCode's form; our words).
     pub(crate) fn slug(&self) -> String {
-        let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut pick = |words: &[&'static str]| {
-            let index = usize::try_from(guard.1.next_u64() % words.len() as u64).unwrap_or(0);
+        let pick = |words: &[&'static str]| {
+            let index = usize::try_from(self.source.next_u64() % words.len() as u64).unwrap_or(0);
             words.get(index).copied().unwrap_or("session")
         };
         let adjective = pick(ADJECTIVES);
@@ -37,8 +30,7 @@ impl Ids {
 
     /// A short random token for owner ids.
     pub(crate) fn token(&self) -> String {
-        let mut guard = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        format!("{:012x}", guard.1.next_u64() & 0xffff_ffff_ffff)
+        format!("{:012x}", self.source.next_u64() & 0xffff_ffff_ffff)
     }
 }
 
@@ -62,13 +54,6 @@ const NOUNS: &[&str] = &[
 /// server showed for it then, so a client's links to it still hold).
 pub(crate) fn slug_of_id(id: &str) -> String {
     id.strip_prefix("ses_").unwrap_or(id).to_ascii_lowercase()
-}
-
-fn random_seed(now_ms: u64) -> u64 {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(now_ms);
-    hasher.write_u32(std::process::id());
-    hasher.finish()
 }
 
 /// Epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`, like JavaScript's `toISOString`.

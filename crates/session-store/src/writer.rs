@@ -115,7 +115,7 @@ impl<DB: Backend> Writer<DB> {
         let mut stop_ack = None;
         // The connection is opened now, while the store's opener recovers leases and its user
         // builds the rest, not at the first write, which is on the way to a run's first
-        // request (issue 25). A failure here is retried at the first write.
+        // request. A failure here is retried at the first write.
         if let Err(error) = self.connection().await {
             tracing::debug!(%error, "the writer's connection did not open at start");
         }

@@ -2,17 +2,15 @@
 //! waiting, the per-session "always" answers and the asker that shows asks to a person.
 
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use session_core::{
-    IdGenerator, PermissionId, SessionId, SplitMix, permission::Action, permission::AskOutcome,
-    permission::PermissionAsk, permission::PermissionAsks, permission::PermissionError,
-    permission::PermissionRequest, permission::Reply, permission::Resolution, permission::Rule,
-    permission::Ruleset, permission::ToolCallRef,
+    IdSource, PermissionId, SessionId, permission::Action, permission::AskOutcome, permission::PermissionAsk,
+    permission::PermissionAsks, permission::PermissionError, permission::PermissionRequest,
+    permission::Reply, permission::Resolution, permission::Rule, permission::Ruleset,
+    permission::ToolCallRef,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -78,11 +76,6 @@ struct SessionState {
     waiters: HashMap<PermissionId, Waiter>,
 }
 
-struct Ids {
-    generator: IdGenerator,
-    entropy: SplitMix,
-}
-
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
 }
@@ -100,7 +93,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct PermissionEngine {
     sessions: Mutex<HashMap<SessionId, SessionState>>,
     asker: Arc<dyn PermissionAsker>,
-    ids: Mutex<Ids>,
+    ids: IdSource,
 }
 
 impl std::fmt::Debug for PermissionEngine {
@@ -129,12 +122,7 @@ impl Drop for PendingGuard<'_> {
 impl PermissionEngine {
     /// An engine whose asks are shown through `asker`.
     pub fn new(asker: Arc<dyn PermissionAsker>) -> Self {
-        let seed = RandomState::new().build_hasher().finish() ^ now_ms();
-        Self {
-            sessions: Mutex::new(HashMap::new()),
-            asker,
-            ids: Mutex::new(Ids { generator: IdGenerator::new(), entropy: SplitMix::new(seed) }),
-        }
+        Self { sessions: Mutex::new(HashMap::new()), asker, ids: IdSource::random(now_ms()) }
     }
 
     /// Restores a session's rules approved by earlier "always" answers (for example from the
@@ -209,9 +197,7 @@ impl PermissionEngine {
     }
 
     fn next_id(&self) -> PermissionId {
-        let mut ids = lock(&self.ids);
-        let Ids { generator, entropy } = &mut *ids;
-        generator.next(now_ms(), entropy)
+        self.ids.next(now_ms())
     }
 
     /// Asks for `request` on behalf of `session_id` under `ruleset` (for a tool: the agent's

@@ -1,4 +1,4 @@
-//! Paths the tools act on, opened by handle (issue 39): a path is resolved as a string once
+//! Paths the tools act on, opened by handle: a path is resolved as a string once
 //! (for the permission patterns and what is shown), then its folder is opened one component at
 //! a time without following a symlink, from the workspace root's handle when it lies inside and
 //! from `/` otherwise. Everything after that — the `external_directory` ask, the checks (a

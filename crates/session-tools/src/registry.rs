@@ -158,7 +158,7 @@ impl ToolRegistry {
 }
 
 /// The first way `instance` breaks the schema of `validator`, in the shape OpenCode 1.18.34's
-/// schema errors take (issue 40): `SchemaError(Missing key\n  at ["filePath"])`. A missing key
+/// schema errors take: `SchemaError(Missing key\n  at ["filePath"])`. A missing key
 /// is in its words; other problems keep jsonschema's, with the same `at` path.
 fn schema_error(validator: &jsonschema::Validator, instance: &Value) -> Option<String> {
     use jsonschema::error::ValidationErrorKind;

@@ -1,4 +1,4 @@
-//! Where whole command outputs go when `bash` keeps only their tail (issue 40, as OpenCode
+//! Where whole command outputs go when `bash` keeps only their tail (as OpenCode
 //! 1.18.34 does): a `tool-output` folder of the runtime's data folder, never the project.
 //!
 //! Each output is a new file `tool_<random>` created with `O_EXCL` and mode 0600 in a folder

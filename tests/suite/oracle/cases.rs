@@ -1,4 +1,4 @@
-//! The scripted work both agents do: issue 40's nine behaviours and more of our own. Every
+//! The scripted work both agents do: the behaviours a model, a client or a user notices. Every
 //! turn states its usage (an estimate would count each agent's own prompt wording).
 
 use std::path::Path;
@@ -12,7 +12,7 @@ use session_llm::Script;
 pub(crate) struct Case {
     /// Its name, as the allow lists name it.
     pub name: &'static str,
-    /// The behaviour it shows (issue 40's item where it is one).
+    /// The behaviour it shows.
     pub about: &'static str,
     /// The first prompt: one word (`opencode run` quotes words that hold spaces).
     pub prompt: &'static str,
@@ -266,7 +266,7 @@ pub(crate) fn all() -> Vec<Case> {
         + &done(1000, 20);
     let big_lines: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
     vec![
-        // Issue 40, item 1: a first request that fails.
+        // A first request that fails.
         Case::new("first_request_401", "item 1: a 401 on the first request, then --continue", "Hello", json!([
             {"text": "Hello again."}
         ]))
@@ -457,7 +457,7 @@ pub(crate) fn all() -> Vec<Case> {
         Case::new("empty_reply", "a step with no text and no calls", "Nothing", json!([
             {"text": ""}
         ])),
-        // Issue 40 through the HTTP API, item 8: the session summary right after a revert.
+        // Through the HTTP API: the session summary right after a revert.
         Case::new("revert_after_write", "item 8 (serve): a write, then a revert of its prompt", "Write", json!([
             {"calls": [{"name": "write", "arguments": {"filePath": "{cwd}/new.txt", "content": "fresh\n"}}]},
             done_turn()
@@ -470,8 +470,8 @@ pub(crate) fn all() -> Vec<Case> {
         .serve(json!({"format": {"type": "json_schema", "schema": {"type": "object",
             "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
             "required": ["name", "age"], "additionalProperties": false}}}), false),
-        // Issue 41: skills of `.opencode/skills` and `.claude/skills`, one denied.
-        Case::new("skills", "issue 41: skills listed, loaded, one denied", "Skills", json!([
+        // Skills of `.opencode/skills` and `.claude/skills`, one denied.
+        Case::new("skills", "skills listed, loaded, one denied", "Skills", json!([
             {"calls": [{"name": "skill", "arguments": {"name": "pdf"}}]},
             {"calls": [{"name": "skill", "arguments": {"name": "release"}}]},
             {"calls": [{"name": "skill", "arguments": {"name": "secret"}}]},

@@ -15,6 +15,10 @@ use super::cases::ServeSteps;
 /// How long a server may take to answer its first request (OpenCode starts in seconds).
 const START: Duration = Duration::from_secs(60);
 
+/// How long one request of a case may take (a whole scripted run answers in seconds): a server
+/// that hangs fails the case with its standard error instead of hanging the suite.
+const REQUEST: Duration = Duration::from_secs(120);
+
 /// A server child, killed when dropped however the case ends.
 struct Server {
     child: Child,
@@ -50,9 +54,14 @@ pub(crate) async fn drive(runner: &Runner, prompt: &str, steps: &ServeSteps) -> 
         .stderr(stderr.try_clone().unwrap());
     let mut server = Server { child: command.spawn().unwrap(), stderr };
     let url = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::builder().timeout(REQUEST).build().unwrap();
     let started = Instant::now();
-    while client.get(format!("{url}/session")).send().await.is_err() {
+    // A short deadline per probe: a connection accepted while the server still starts may
+    // never be answered.
+    let probe = |client: &reqwest::Client| {
+        client.get(format!("{url}/session")).timeout(Duration::from_secs(2)).send()
+    };
+    while probe(&client).await.is_err() {
         assert!(started.elapsed() < START, "{:?} serve did not start: {}", runner.agent, server.stderr());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -63,9 +72,12 @@ pub(crate) async fn drive(runner: &Runner, prompt: &str, steps: &ServeSteps) -> 
             .header("content-type", "application/json")
             .body(body.to_string());
         async move {
-            let response = request.send().await.unwrap();
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(error) => return json!({"status": 0, "body": format!("no answer: {error}")}),
+            };
             let status = response.status().as_u16();
-            let text = response.text().await.unwrap();
+            let text = response.text().await.unwrap_or_default();
             let body = serde_json::from_str(&text).unwrap_or(Value::from(text));
             json!({"status": status, "body": body})
         }

@@ -43,7 +43,7 @@ impl Processor {
                     input = repaired;
                 }
             }
-            // As OpenCode 1.18.34 does (issue 40): a known tool called with arguments that are
+            // As OpenCode 1.18.34 does: a known tool called with arguments that are
             // not JSON runs as `invalid`, which tells the model why, instead of failing the
             // schema check of the tool it named. (A JSON string whose text is not JSON in turn
             // is taken the same way: the providers' text cannot tell the two apart here.)

@@ -285,7 +285,7 @@ fn snapshot_reasoning_and_text() {
 
 #[test]
 fn snapshot_reasoning_inside_an_open_text_block() {
-    // The events of a Chat stream of reasoning, text, reasoning, text (issue 40): the text block
+    // The events of a Chat stream of reasoning, text, reasoning, text: the text block
     // stays open across the second reasoning, so the step has one text part between two
     // reasoning parts, as OpenCode 1.18.34 stores it.
     let out = drive(

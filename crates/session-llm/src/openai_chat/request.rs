@@ -1,7 +1,7 @@
 //! The Chat Completions request builder (`POST /chat/completions`).
 //!
-//! The body is a tree of borrowed, typed values serialised straight into the request's bytes
-//! (issue 25): no `serde_json::Value` is built, copied and dropped for the history at every
+//! The body is a tree of borrowed, typed values serialised straight into the request's bytes:
+//! no `serde_json::Value` is built, copied and dropped for the history at every
 //! step. Field order is the order of the structs, which the request snapshots pin.
 
 use std::borrow::Cow;
@@ -63,7 +63,7 @@ pub(crate) fn body(request: &LlmRequest) -> Result<Body<'_>, LlmError> {
         })
         .collect();
     // With tools, the choice is always stated (`auto` unless the caller asks otherwise), as
-    // OpenCode's requests state it (issue 40).
+    // OpenCode's requests state it.
     let tool_choice =
         if tools.is_empty() { None } else { Some(options.tool_choice.unwrap_or(ToolChoice::Auto).openai()) };
     // Reasoning models refuse `max_tokens`; older compatible servers know only it.
@@ -254,7 +254,7 @@ impl Serialize for Reasoning {
 }
 
 /// The assistant-message field in which the AI SDK package `npm` sends a turn's reasoning
-/// back to a Chat Completions provider, as OpenCode 1.18.34 sends it (issue 40):
+/// back to a Chat Completions provider, as OpenCode 1.18.34 sends it:
 /// `reasoning_content` for `@ai-sdk/openai-compatible` (DeepSeek's, Moonshot's and the other
 /// thinking models that reject a tool-call turn without it), `reasoning` for `@ai-sdk/groq`;
 /// `None` for the packages that send none back (`@ai-sdk/xai`; `@openrouter/ai-sdk-provider`

@@ -11,7 +11,7 @@
 //! OpenCode 1.18.34 reads this format with): the text block opens at the first content and
 //! stays open to the end of the content, so text on both sides of reasoning or tool calls is
 //! one text part; a reasoning block closes when content or a tool call comes, and reasoning
-//! after that is a new block (issue 40).
+//! after that is a new block.
 
 use serde::Deserialize;
 use session_core::{FinishReason, LlmEvent, Usage};
@@ -287,7 +287,7 @@ impl ChatParser {
     /// The slot of the call a delta at `index` belongs to, opening one for a new call. Calls at
     /// other indexes stay open: a provider may stream the arguments of parallel calls
     /// alternately (`index: 0`, `index: 1`, `index: 0`, ...), so a call ends only when its own
-    /// arguments are whole or the content closes, never because another call began (issue 40).
+    /// arguments are whole or the content closes, never because another call began.
     fn slot(&mut self, index: u32, id: Option<&String>, out: &mut Vec<LlmEvent>) -> usize {
         let found = self.tools.iter().position(|t| t.index == index);
         let found = match found {
@@ -414,7 +414,7 @@ fn end_tool(tool: &mut ToolCall, any_tool_call: &mut bool, out: &mut Vec<LlmEven
 }
 
 /// Maps a Chat finish reason. A `stop` is stored as the provider gave it even with tool calls,
-/// as OpenCode 1.18.34 stores it (issue 40; the loop goes on for the tool parts, SPEC 12 step
+/// as OpenCode 1.18.34 stores it (the loop goes on for the tool parts, SPEC 12 step
 /// 2); no reason at all with tool calls is `tool-calls`.
 fn finish_reason(reason: Option<&str>, any_tool_call: bool) -> FinishReason {
     match reason {

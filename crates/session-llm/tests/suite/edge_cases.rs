@@ -29,7 +29,7 @@ fn chat_stream_cut_before_any_end_is_truncated() {
 
 #[test]
 fn chat_text_on_both_sides_of_reasoning_is_one_text_block() {
-    // As the AI SDK's OpenAI-compatible provider reads it (issue 40): the text block stays
+    // As the AI SDK's OpenAI-compatible provider reads it: the text block stays
     // open across the second reasoning, which is a new reasoning block.
     let delta = |delta: serde_json::Value| {
         format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta}]}))
@@ -118,7 +118,7 @@ fn chat_calls_reusing_index_zero_are_separate_calls() {
         .collect();
     assert_eq!(calls, vec![("a".into(), json!({"path": "x"})), ("b".into(), json!({"path": "y"}))]);
     // A server that says `stop` after tool calls: stored as given, as OpenCode 1.18.34 stores
-    // it (issue 40); the loop goes on for the tool parts (SPEC 12 step 2).
+    // it; the loop goes on for the tool parts (SPEC 12 step 2).
     assert_eq!(finish_reason(&events), Some(FinishReason::Stop));
 }
 
@@ -260,7 +260,7 @@ fn finish_usage(api: Api, body: &str) -> Option<Usage> {
 
 proptest::proptest! {
     /// SPEC 1.1: a step's total is input + output as the AI SDK computes it, whatever total the
-    /// provider reports (OpenCode 1.18.34 stores that sum; issue 40).
+    /// provider reports (OpenCode 1.18.34 stores that sum).
     #[test]
     fn the_total_is_input_plus_output_whatever_the_provider_says(
         input in proptest::option::of(0i64..=i64::MAX),

@@ -233,7 +233,7 @@ fn tool_choice_in_each_format() {
         body(Api::Gemini, required.clone())["toolConfig"],
         json!({"functionCallingConfig": {"mode": "ANY"}})
     );
-    // Unset: Chat Completions states `auto`, as OpenCode 1.18.34 sends it (issue 40); the
+    // Unset: Chat Completions states `auto`, as OpenCode 1.18.34 sends it; the
     // other formats leave the field out (the provider's default).
     assert_eq!(body(Api::OpenAiChat, RequestOptions::default())["tool_choice"], json!("auto"));
     assert_eq!(body(Api::OpenAiResponses, RequestOptions::default()).get("tool_choice"), None);

@@ -124,7 +124,7 @@ fn spec_1_1_chat_a_prefix_that_is_not_whole_json_does_not_end_a_call() {
 #[test]
 fn spec_1_1_chat_empty_arguments_wait_for_the_finish() {
     // Empty arguments are not a whole object: the calls stay open until the finish reason
-    // comes; another call starting does not end them (issue 40: providers interleave calls).
+    // comes; another call starting does not end them (providers interleave calls).
     let body = [
         chat_call(0, "call_a", "todo", ""),
         chat_call(1, "call_b", "todo", ""),
@@ -144,7 +144,7 @@ fn spec_1_1_chat_empty_arguments_wait_for_the_finish() {
 
 #[test]
 fn spec_1_1_chat_interleaved_arguments_complete_each_call_and_a_call_is_never_emitted_twice() {
-    // Issue 40 item 9: `index: 0` and `index: 1` stream alternately; each call starts only
+    // `index: 0` and `index: 1` stream alternately; each call starts only
     // when its own arguments are whole.
     let body = [
         chat_call(0, "call_a", "read", "{\"path\": \"a"),

@@ -1,4 +1,4 @@
-//! The engine's kept connection (issue 25): reads and the engine's own short statements run on
+//! The engine's kept connection: reads and the engine's own short statements run on
 //! one connection the engine keeps, when no other operation holds it, instead of on one
 //! taken from the pool for each. sqlx's pool tests every connection it gets back with a
 //! round trip (a ping to SQLite's worker thread, a network round trip to PostgreSQL), and

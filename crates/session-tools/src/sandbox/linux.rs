@@ -215,7 +215,7 @@ fn seccomp_available() -> bool {
 /// mount namespace of its own takes only the calling thread's filesystem context (`unshare`
 /// of `CLONE_NEWNS` implies `CLONE_FS`, not `CLONE_VM`), and goes when the thread ends, so
 /// the runtime's namespace is untouched and no process is started (a fork of the runtime cost
-/// about 1.7 ms of a fresh run's first request, issue 25). Otherwise in a throwaway
+/// about 1.7 ms of a fresh run's first request). Otherwise in a throwaway
 /// `/bin/sh -c 'exit 0'`: a user namespace needs a process with one thread.
 fn namespaces() -> Namespaces {
     let kind = if nix::unistd::geteuid().is_root() { Namespaces::Mount } else { Namespaces::UserAndMount };

@@ -68,14 +68,14 @@ pub(crate) struct BashArgs {
     /// The command to execute
     command: String,
     /// Optional timeout in milliseconds
-    // A positive integer, in the words of OpenCode 1.18.34's schema (issue 40): its bounds are
+    // A positive integer, in the words of OpenCode 1.18.34's schema: its bounds are
     // JavaScript's safe integers, and the lower one is exclusive 0.
     #[schemars(extend("minimum" = -9_007_199_254_740_991_i64, "exclusiveMinimum" = 0))]
     timeout: Option<u64>,
     /// The working directory to run the command in. Defaults to the workspace root. Use this instead of 'cd' commands.
     workdir: Option<String>,
     // Not offered, as in OpenCode 1.18.34's schema, but taken when a model sends it (the part's
-    // metadata shows it), and a call without it runs (issue 40).
+    // metadata shows it), and a call without it runs.
     #[schemars(skip)]
     description: Option<String>,
 }
@@ -417,7 +417,7 @@ impl BashTool {
             collected.push(bytes, store).await;
         }
 
-        // What the model gets, as OpenCode 1.18.34 gives it (issue 40): the end of the output,
+        // What the model gets, as OpenCode 1.18.34 gives it: the end of the output,
         // and where the whole of it was saved.
         let kept = collected.text();
         let (end, cut) = tail(&kept, MAX_OUTPUT_LINES, MAX_OUTPUT_BYTES);
@@ -425,7 +425,7 @@ impl BashTool {
         let saved = if truncated { collected.saved(store).await } else { None };
         let mut output = end.to_owned();
         if output.is_empty() && !timed_out && !aborted {
-            // What the model reads for a silent command, as OpenCode writes it (issue 40).
+            // What the model reads for a silent command, as OpenCode writes it.
             output.push_str(NO_OUTPUT);
         }
         if truncated {
@@ -467,7 +467,7 @@ impl BashTool {
         if aborted {
             metadata.insert("aborted".into(), Value::Bool(true));
         }
-        // The title is the command, as OpenCode's clients show it (issue 40).
+        // The title is the command, as OpenCode's clients show it.
         Ok(ToolSuccess::new(args.command.clone(), output, metadata))
     }
 }

@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn the_offered_schemas_are_opencodes() {
-        // OpenCode 1.18.34's, as the differential suite captured them (issue 40), but for its
+        // OpenCode 1.18.34's, as the differential suite captured them, but for its
         // `$schema` and `maximum` (SPEC 17: "Tool schema notation"): bash has no `description`
         // and a positive integer `timeout`, read's `limit` has minimum 0, and the todo item
         // has no description of its own.

@@ -38,10 +38,10 @@ pub(crate) struct ReadArgs {
     /// The absolute path to the file or directory to read
     file_path: String,
     /// The line number to start reading from (1-indexed)
-    // No minimum: OpenCode 1.18.34 accepts `offset: 0` (read from the start), so do we (issue 40).
+    // No minimum: OpenCode 1.18.34 accepts `offset: 0` (read from the start), so do we.
     offset: Option<u64>,
     /// The maximum number of lines to read (defaults to 2000)
-    // Minimum 0, as OpenCode 1.18.34 offers it (issue 40); a 0 reads one line, like 1.
+    // Minimum 0, as OpenCode 1.18.34 offers it; a 0 reads one line, like 1.
     limit: Option<u64>,
 }
 

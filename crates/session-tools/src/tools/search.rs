@@ -38,7 +38,7 @@ pub(crate) fn walker(root: &Path, overrides: Option<Override>) -> WalkBuilder {
 
 /// Threads of a parallel walk: what `ignore` picks by itself (the machine's parallelism, at
 /// most 12), read once per process. Left to itself, `ignore` asks at every walk, and on Linux
-/// that reads the cgroup files (issue 25: a share of each `glob` and `grep` call).
+/// that reads the cgroup files (a share of each `glob` and `grep` call).
 fn walk_threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(12))

@@ -23,7 +23,7 @@ pub(crate) struct TodoWriteArgs {
     todos: Vec<Todo>,
 }
 
-/// OpenCode 1.18.34 offers the todo item without a description of its own (issue 40); the
+/// OpenCode 1.18.34 offers the todo item without a description of its own; the
 /// item's doc comment is for this crate's readers.
 fn items_without_description(schema: &mut schemars::Schema) {
     if let Some(items) = schema.get_mut("items").and_then(serde_json::Value::as_object_mut) {

@@ -1,4 +1,4 @@
-//! Bash permission patterns (issue 21 item 2): every spelling below goes through the real
+//! Bash permission patterns: every spelling below goes through the real
 //! `bash` tool's ask path — the analysis, the deny pre-check, the permission engine with the
 //! rules, an asker that records every ask and answers "once" — with a shell that runs nothing
 //! (`/bin/true -c ...`), and its verdict is compared with the table. A second test runs the

@@ -72,7 +72,7 @@ async fn arguments_failing_the_schema_never_reach_the_tool() {
     assert!(matches!(missing, ToolError::InvalidArguments { .. }));
     let text = missing.to_string();
     assert!(text.starts_with("The counting tool was called with invalid arguments: "), "{text}");
-    // OpenCode 1.18.34's words for a missing key (issue 40).
+    // OpenCode 1.18.34's words for a missing key.
     assert!(text.contains("invalid arguments: SchemaError(Missing key\n  at [\"filePath\"])."), "{text}");
     assert!(text.ends_with("Please rewrite the input so it satisfies the expected schema."), "{text}");
     let wrong = run(json!({"filePath": "a", "count": "three"})).await.unwrap_err();

@@ -1,4 +1,4 @@
-//! Issue 39: the built-in tools must not write inside `.git` (the repository's config and hooks
+//! The built-in tools must not write inside `.git` (the repository's config and hooks
 //! run programs at the user's next `git` command, outside any sandbox), at any depth and through
 //! a symlink, unless an `edit` rule names the path. The control shows the attack's setup is
 //! real: with `core.fsmonitor` set, a plain `git status` runs the script and it leaves a marker.

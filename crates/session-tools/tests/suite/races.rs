@@ -1,4 +1,4 @@
-//! Issue 39: a path swapped for a symlink between the tool's check and its use. A real flipper
+//! A path swapped for a symlink between the tool's check and its use. A real flipper
 //! thread swaps `target.txt` (or its folder) between a regular file (folder) and a symlink to
 //! one outside the workspace while `write`, `edit` and `read` run again and again; nothing
 //! outside may change, appear or be read. The controls run the same flipper against a naive
