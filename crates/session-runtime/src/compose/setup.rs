@@ -312,7 +312,8 @@ pub async fn assemble_sending(
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
         .with_shell_env(config.shell_env.policy())
         .with_sandbox(sandbox)
-        // Whole outputs of long commands go to the data folder, never the project, where they would show among the user's changes.
+        // Whole outputs of long commands go to the data folder, never the project, where they
+        // would show among the user's changes.
         .with_tool_output_in(&setup.data_dir)
         // The plan agent studies the project: its commands may not change it.
         .with_agent_sandbox("plan", session_tools::SandboxMode::ReadOnly);
