@@ -12,11 +12,11 @@ use session_core::{
     Identifier as _, Message, MessageId, PartKind, SessionId, permission::Action, permission::PermissionAsk,
     permission::Reply, permission::Rule,
 };
-pub use session_runtime::{Assembled, RuntimeSetup};
-use session_runtime::{BusEvent, PromptInput};
 use session_runtime::clock::{Clock as _, SystemClock};
 use session_runtime::commands::CommandInput;
 use session_runtime::sessions::RequestAhead;
+pub use session_runtime::{Assembled, RuntimeSetup};
+use session_runtime::{BusEvent, PromptInput};
 use session_store::{ListSessions, SessionPatch, Store, StoreOptions};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::{mpsc, oneshot};

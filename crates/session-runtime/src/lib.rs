@@ -161,7 +161,9 @@ pub mod mcp {
 /// the project walk, image fitting, and files attached to a prompt.
 pub mod files {
     pub use crate::compose::{AttachError, MAX_ATTACHMENT_BYTES, attach_file, attach_opened};
-    pub use session_tools::{Opened, PinnedPath, Workspace, fit_images, in_git_folder, open_beneath, walk_project};
+    pub use session_tools::{
+        Opened, PinnedPath, Workspace, fit_images, in_git_folder, open_beneath, walk_project,
+    };
 }
 
 /// The notices servers sharing one PostgreSQL database send each other.

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use session_core::{AssistantMessage, CompactionPart, Identifier as _, PartKind, SessionId, TextPart};
-use session_runtime::{PromptInput, Runtime, RuntimeError};
 use session_runtime::commands::CommandInput;
 use session_runtime::models::parse_model_ref;
 use session_runtime::sessions::Session;
+use session_runtime::{PromptInput, Runtime, RuntimeError};
 use tokio::sync::mpsc;
 
 use crate::app::{App, Effect, PickerItem, PickerKind};
@@ -144,8 +144,7 @@ pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::Unbo
         }
         Effect::ListSessions => {
             tokio::spawn(async move {
-                let _ =
-                    done.send(Done::Sessions(crate::setup::session_items(&runtime).await));
+                let _ = done.send(Done::Sessions(crate::setup::session_items(&runtime).await));
             });
         }
         Effect::OpenSession(value) => {
@@ -233,9 +232,7 @@ pub async fn finished(app: &mut App, done: Done, handles: &Handles) -> Result<()
         Done::Sessions(Err(error)) => {
             app.transcript.note(NoteKind::Error, format!("listing sessions: {error:#}"))
         }
-        Done::Open(Ok(id)) => match crate::runner::load(&handles.runtime, &id, handles.root.clone())
-            .await
-        {
+        Done::Open(Ok(id)) => match crate::runner::load(&handles.runtime, &id, handles.root.clone()).await {
             Ok((session, transcript)) => {
                 app.show_session(&session, transcript);
                 app.status.flash = Some(format!("session {}", id.as_str()));

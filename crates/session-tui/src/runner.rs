@@ -9,9 +9,9 @@ use anyhow::{Context as _, Result};
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt as _;
 use session_core::{AssistantMessage, MessageWithParts, SessionId};
-use session_runtime::{Assembled, Runtime, RuntimeError, RuntimeSetup};
 use session_runtime::clock::{Clock as _, SystemClock};
 use session_runtime::sessions::Session;
+use session_runtime::{Assembled, Runtime, RuntimeError, RuntimeSetup};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::app::{App, Effect, PickerKind, Status};

@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context as _, Result, anyhow};
 use session_core::{Identifier as _, SessionId};
-use session_runtime::{ConfiguredModels, Runtime, RuntimeSetup};
 use session_runtime::models::{Catalog, split_model_ref};
 use session_runtime::sessions::ListSessions;
+use session_runtime::{ConfiguredModels, Runtime, RuntimeSetup};
 
 use crate::app::PickerItem;
 

@@ -173,7 +173,10 @@ fn put_back_permissions(value: &mut Value, taken: Vec<(Option<String>, Value)>) 
     for (agent, permission) in taken {
         let slot = match &agent {
             None => value.get_mut("permission"),
-            Some(name) => value.get_mut("agent").and_then(|agents| agents.get_mut(name)).and_then(|a| a.get_mut("permission")),
+            Some(name) => value
+                .get_mut("agent")
+                .and_then(|agents| agents.get_mut(name))
+                .and_then(|a| a.get_mut("permission")),
         };
         if let Some(slot) = slot {
             *slot = permission;
@@ -318,7 +321,6 @@ fn lookup<'a>(value: &'a Value, keys: &[String]) -> Option<&'a Value> {
         _ => None,
     })
 }
-
 
 #[cfg(test)]
 mod tests {

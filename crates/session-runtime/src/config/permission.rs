@@ -48,11 +48,11 @@ impl PermissionConfig {
         for (tool, entry) in tools {
             match entry {
                 ToolPermission::Action(action) => rules.push(Rule::shorthand(tool.clone(), *action)),
-                ToolPermission::Patterns(patterns) => rules.extend(
-                    patterns
-                        .iter()
-                        .map(|(pattern, action)| Rule::new(tool.clone(), expand_home(pattern, home), *action)),
-                ),
+                ToolPermission::Patterns(patterns) => {
+                    rules.extend(patterns.iter().map(|(pattern, action)| {
+                        Rule::new(tool.clone(), expand_home(pattern, home), *action)
+                    }))
+                }
             }
         }
         rules
@@ -88,11 +88,9 @@ fn permission_error(path: &Path, key: &str, value: &Value, error: &PermissionCon
             ACTION.to_owned(),
             value.get(rule).and_then(|patterns| patterns.get(pattern)).map(describe),
         ),
-        PermissionConfigError::NotAnObject { .. } => (
-            key.to_owned(),
-            format!("{ACTION} or an object of permission to rule"),
-            Some(describe(value)),
-        ),
+        PermissionConfigError::NotAnObject { .. } => {
+            (key.to_owned(), format!("{ACTION} or an object of permission to rule"), Some(describe(value)))
+        }
     };
     ConfigError::WrongType {
         path: path.to_path_buf(),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use session_core::{
     CachePrices, ModelCost, Prices, config::CompactionConfig, overflow::ModelLimit, permission::Ruleset,
-    permission::rules_from_config, retry::RetryConfig,
+    retry::RetryConfig,
 };
 
 use session_llm::Api;

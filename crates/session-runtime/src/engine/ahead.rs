@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::clock::random_entropy;
 use super::error::RuntimeError;
-use super::request::{RequestSources, StepRequest};
 use super::inputs::PromptInput;
+use super::request::{RequestSources, StepRequest};
 use super::step::sent_ahead;
 use super::structured::StructuredOutput;
 

@@ -2,15 +2,14 @@
 //! driver and compaction share (ids, status, the environment prompt, model lookup).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use session_core::{
-    MessageWithParts, AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessageId, MessagePath, ModelRef,
-    OutputFormat, Part, PartKind, SessionId, TextPart, TokenUsage, UserMessage, config::CompactionConfig,
-    processor::Processor, processor::ProcessorConfig, retry::RetryConfig,
+    AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessageId, MessagePath,
+    MessageWithParts, ModelRef, OutputFormat, Part, PartKind, SessionId, TokenUsage, UserMessage,
+    processor::Processor, processor::ProcessorConfig,
 };
-use session_llm::{CatalogModel, Provider, ToolSpec};
+use session_llm::{CatalogModel, ToolSpec};
 use session_store::{Store, WriteBatch};
 use session_tools::ToolExecutor;
 
@@ -20,6 +19,7 @@ use super::bus::{Bus, BusEvent};
 use super::clock::{Clock, Sleeper, SplitMix, random_entropy};
 use super::error::RuntimeError;
 use super::history_mirror::HistoryMirror;
+use super::inputs::{ModelSource, ProviderEntry, RuntimeSettings};
 use super::request::RequestSources;
 use super::runs::{RunTable, lock};
 use super::snapshot::Snapshotter;

@@ -17,7 +17,6 @@ use session_core::{FileDiff, FileStatus, two_files_patch};
 /// Untracked files above this size are left out of snapshots (SPEC 13).
 pub const MAX_UNTRACKED_BYTES: u64 = 2 * 1024 * 1024;
 
-
 /// The largest side of a change whose unified diff a summary keeps (1 MiB).
 const MAX_PATCH_SIDE_BYTES: usize = 1024 * 1024;
 

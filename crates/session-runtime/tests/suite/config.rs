@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use session_core::{ModelCost, overflow::ModelLimit, permission::Action, permission::Rule};
-use session_runtime::config::{AgentMode, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load, user_config_dir};
+use session_runtime::config::{
+    AgentMode, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load, user_config_dir,
+};
 use tempfile::TempDir;
 
 /// A temp tree with a home directory and a git repository `repo/` inside it.

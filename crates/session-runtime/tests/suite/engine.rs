@@ -16,11 +16,11 @@ use session_core::{
     permission::Reply,
 };
 use session_llm::{Api, CatalogModel, LlmError, LlmRequest, LlmStream, Provider};
-use session_runtime::{BusEvent, ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings};
 use session_runtime::agents::Agent;
 use session_runtime::clock::Sleeper;
 use session_runtime::sessions::SessionStatus;
 use session_runtime::snapshot::{NoSnapshots, Snapshotter};
+use session_runtime::{BusEvent, ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry,

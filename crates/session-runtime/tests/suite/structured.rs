@@ -2,8 +2,8 @@
 
 use serde_json::json;
 use session_core::{FinishReason, Message, MessageError, OutputFormat, PartKind, ToolStatus};
-use session_runtime::{PromptInput, RuntimeError};
 use session_runtime::prompts::STRUCTURED_OUTPUT_INSTRUCTION;
+use session_runtime::{PromptInput, RuntimeError};
 use session_testkit::TestServer;
 
 use super::support::{Setup, eventually, history, http, is_user, rig, say, script, tool_states};
