@@ -138,8 +138,9 @@ pub mod sessions {
     pub use session_tools::Todo;
 }
 
-/// Permission asks and their answers: the engine a runtime's tools ask through, the asker a
-/// client implements, and the answer it gives.
+/// Permission asks and their answers: the engine a runtime's tools ask through
+/// ([`Runtime::permissions`], [`Runtime::reply_permission`]), the asker a client implements, and
+/// the answer it gives.
 pub mod permissions {
     pub use session_tools::{PermissionAnswer, PermissionAsker, PermissionEngine, ReplyLater};
 }
@@ -157,8 +158,8 @@ pub mod mcp {
     pub use session_mcp::{McpManager, ServerState, ServerStatus};
 }
 
-/// File access inside the workspace, as the tools have it: handles pinned beneath the project,
-/// the project walk, image fitting, and files attached to a prompt.
+/// File access inside the workspace ([`Runtime::workspace`]), as the tools have it: handles
+/// pinned beneath the project, the project walk, image fitting, and files attached to a prompt.
 pub mod files {
     pub use crate::compose::{AttachError, MAX_ATTACHMENT_BYTES, attach_file, attach_opened};
     pub use session_tools::{

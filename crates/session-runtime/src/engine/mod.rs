@@ -3,6 +3,7 @@
 
 mod agent;
 mod ahead;
+mod answers;
 mod background;
 mod bus;
 mod clock;
