@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use session_llm::{Api, EventDecoder, Replay, SseDecoder, SseEvent, replay};
-use session_runtime::{ConfigLayer, Resolver, combine, parse_layer};
+use session_runtime::config::{ConfigLayer, Resolver, combine, parse_layer};
 
 /// The chunk sizes every body is also fed in: byte by byte, odd splits, and larger blocks.
 pub const CHUNK_SIZES: [usize; 3] = [1, 7, 64];

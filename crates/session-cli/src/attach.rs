@@ -1,19 +1,19 @@
 //! `session run -f PATH`: files attached to the prompt as parts of the user message (see
-//! [`session_runtime::attach_file`] for how each kind of file is attached).
+//! [`session_runtime::files::attach_file`] for how each kind of file is attached).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use session_core::PartKind;
 
-pub use session_runtime::MAX_ATTACHMENT_BYTES;
+pub use session_runtime::files::MAX_ATTACHMENT_BYTES;
 
 /// The parts of the files at `paths` (relative ones start at `cwd`), in order.
 pub fn attachments(paths: &[PathBuf], cwd: &Path) -> Result<Vec<PartKind>> {
     let mut parts = Vec::new();
     for path in paths {
         let shown = path.display().to_string();
-        let attached = session_runtime::attach_file(&cwd.join(path), &shown)
+        let attached = session_runtime::files::attach_file(&cwd.join(path), &shown)
             .map_err(|error| anyhow::anyhow!("--file {error}"))?;
         parts.extend(attached);
     }

@@ -11,11 +11,11 @@ use crate::terminal::clean;
 
 /// Checks the configuration of `setup`; returns the number of warnings (an error is `Err`).
 pub fn check(setup: &RuntimeSetup, out: &mut impl Write) -> Result<usize> {
-    let (sources, resolver) = session_runtime::config_sources(setup);
-    let layers = session_runtime::load_layers(&sources, &resolver)?;
-    let origins = session_runtime::key_origins(&layers);
+    let (sources, resolver) = session_runtime::setup::config_sources(setup);
+    let layers = session_runtime::config::load_layers(&sources, &resolver)?;
+    let origins = session_runtime::config::key_origins(&layers);
     // The merge and the typed read are what `run` does next: their errors count too.
-    let loaded = session_runtime::combine(layers)?;
+    let loaded = session_runtime::config::combine(layers)?;
     writeln!(out, "files (lowest layer first):")?;
     if loaded.files.is_empty() {
         writeln!(out, "  none: the defaults apply")?;

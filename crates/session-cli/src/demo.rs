@@ -11,10 +11,8 @@ use async_trait::async_trait;
 use rust_decimal::Decimal;
 use session_core::{Message, ModelRef, PartKind, permission::PermissionAsk, permission::Reply};
 use session_llm::{Catalog, CatalogModel, Script, ScriptedProvider};
-use session_runtime::{
-    GitSnapshotter, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeSettings, Snapshotter,
-    StaticModels,
-};
+use session_runtime::snapshot::{GitSnapshotter, NoSnapshots, Snapshotter};
+use session_runtime::{PromptInput, ProviderEntry, Runtime, RuntimeSettings, StaticModels};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry,

@@ -43,5 +43,6 @@ pub use run::{
     run_prompt,
 };
 pub use run_json::RunFormat;
-pub use session_runtime::{ConfiguredModels, ResolvedProvider};
+pub use session_runtime::ConfiguredModels;
+pub use session_runtime::models::ResolvedProvider;
 pub use status_line::{StatusLine, StatusPause};

@@ -422,7 +422,7 @@ fn async_runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// The runtime of `session run`: one thread. A run is one session's loop; on worker threads
-/// every store reply and stream chunk woke another thread (issue 25: most of a run's CPU was
+/// every store reply and stream chunk woke another thread (most of a run's CPU was
 /// the kernel's futex and scheduler work of those hand-offs). Blocking work still goes to
 /// tokio's blocking pool and the store's own threads.
 fn run_runtime() -> Result<tokio::runtime::Runtime> {
@@ -672,12 +672,12 @@ fn run(command: Command) -> Result<ExitCode> {
                 Some(reference) => session_cli::replay_model(&reference)?,
                 None => None,
             };
-            let entropy = Box::new(session_runtime::random_entropy(0));
+            let entropy = Box::new(session_runtime::clock::random_entropy(0));
             let output = session_cli::replay(
                 api.into(),
                 &body,
                 model.as_ref(),
-                &mut || session_runtime::Clock::now_ms(&session_runtime::SystemClock),
+                &mut || session_runtime::clock::Clock::now_ms(&session_runtime::clock::SystemClock),
                 entropy,
             );
             let mut stdout = std::io::stdout().lock();

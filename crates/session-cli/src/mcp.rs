@@ -36,7 +36,7 @@ pub async fn main(setup: &RuntimeSetup, action: McpAction, out: impl Write) -> R
 /// Starts every enabled server (each bounded by its timeout) and prints each one's state,
 /// tools and last error; ends the servers before returning.
 pub async fn list(setup: &RuntimeSetup, mut out: impl Write) -> Result<()> {
-    let manager = session_runtime::mcp_manager(setup)?;
+    let manager = session_runtime::mcp::mcp_manager(setup)?;
     manager.start_all().await;
     let status = manager.status();
     manager.shutdown().await;
@@ -74,7 +74,7 @@ pub async fn call(
         Ok(_) => return Err(anyhow!("the arguments must be a JSON object")),
         Err(error) => return Err(anyhow!("the arguments are not JSON: {error}")),
     };
-    let manager: McpManager = session_runtime::mcp_manager(setup)?;
+    let manager: McpManager = session_runtime::mcp::mcp_manager(setup)?;
     let result = manager.call(server, tool, arguments).await;
     manager.shutdown().await;
     let success = result?;

@@ -37,7 +37,7 @@ enum Listing {
 /// Prints the models of every provider (or of `only`), one per line, tab-separated; the
 /// configuration's warnings go to stderr as `run` prints them.
 pub fn list(setup: &RuntimeSetup, only: Option<&str>, out: &mut impl Write) -> Result<()> {
-    let loaded = session_runtime::load_config(setup)?;
+    let loaded = session_runtime::setup::load_config(setup)?;
     for warning in &loaded.warnings {
         eprintln!("session: warning: {warning}");
     }
@@ -69,14 +69,14 @@ pub fn list(setup: &RuntimeSetup, only: Option<&str>, out: &mut impl Write) -> R
 }
 
 /// Every provider id of the catalog and the configuration.
-fn provider_ids(catalog: &Catalog, config: &session_runtime::Config) -> BTreeSet<String> {
+fn provider_ids(catalog: &Catalog, config: &session_runtime::config::Config) -> BTreeSet<String> {
     let mut ids: BTreeSet<String> = catalog.providers().map(|p| p.id.clone()).collect();
     ids.extend(config.provider.keys().cloned());
     ids
 }
 
 /// The model ids of provider `id`: the catalog's and the configuration's.
-fn listed_models(catalog: &Catalog, config: &session_runtime::Config, id: &str) -> BTreeSet<String> {
+fn listed_models(catalog: &Catalog, config: &session_runtime::config::Config, id: &str) -> BTreeSet<String> {
     let configured = config.provider.get(id).map(|p| p.models.keys().cloned().collect::<Vec<_>>());
     catalog
         .provider(id)
@@ -91,7 +91,7 @@ fn listed_models(catalog: &Catalog, config: &session_runtime::Config, id: &str) 
 /// them: those with a key or on this machine, and always the one of `default` (whose model
 /// is listed even when a local server's catalog entry has no models).
 pub fn client_providers(setup: &RuntimeSetup, default: &ModelRef) -> Result<Vec<ClientProvider>> {
-    let loaded = session_runtime::load_config(setup)?;
+    let loaded = session_runtime::setup::load_config(setup)?;
     let catalog = Catalog::embedded()?;
     let models = ConfiguredModels::new(catalog.clone(), loaded.config.clone(), setup.env.clone(), None)?;
     let mut providers = Vec::new();

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use session_core::{Message, PartKind, ToolState};
-use session_runtime::{BusEvent, Clock as _, SessionStatus, SystemClock};
+use session_runtime::BusEvent;
+use session_runtime::clock::{Clock as _, SystemClock};
+use session_runtime::sessions::SessionStatus;
 
 use crate::terminal::clean;
 

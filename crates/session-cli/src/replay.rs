@@ -1,4 +1,4 @@
-//! `session replay`: a recorded stream through an adapter and the processor (issue 3).
+//! `session replay`: a recorded stream through an adapter and the processor.
 //!
 //! Tools are not executed: cleanup runs with no grace, so a call the recording left open ends
 //! as SPEC 8 says ("Tool execution aborted", marked interrupted), its input kept.

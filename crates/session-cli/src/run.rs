@@ -12,8 +12,11 @@ use session_core::{
     Identifier as _, Message, MessageId, PartKind, SessionId, permission::Action, permission::PermissionAsk,
     permission::Reply, permission::Rule,
 };
+use session_runtime::clock::{Clock as _, SystemClock};
+use session_runtime::commands::CommandInput;
+use session_runtime::sessions::RequestAhead;
 pub use session_runtime::{Assembled, RuntimeSetup};
-use session_runtime::{BusEvent, Clock as _, CommandInput, PromptInput, RequestAhead, SystemClock};
+use session_runtime::{BusEvent, PromptInput};
 use session_store::{ListSessions, SessionPatch, Store, StoreOptions};
 use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::{mpsc, oneshot};
@@ -195,7 +198,7 @@ pub async fn open_store_with(
     data_dir: &Path,
     options: StoreOptions,
 ) -> Result<Arc<dyn Store>> {
-    Ok(session_runtime::open_store(database, data_dir, options).await?)
+    Ok(session_runtime::setup::open_store(database, data_dir, options).await?)
 }
 
 /// Builds the runtime `session run` and `session serve` use (session-runtime's
@@ -205,15 +208,15 @@ pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> 
 }
 
 /// [`assemble`] with the first request of `first`, a new session's first prompt, sent while
-/// the store opens ([`session_runtime::assemble_sending`]).
+/// the store opens ([`session_runtime::setup::assemble_sending`]).
 async fn assemble_sending(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
     first: Option<&PromptInput>,
 ) -> Result<Assembled> {
-    let mut assembled = session_runtime::assemble_sending(setup, asker.clone(), first).await?;
+    let mut assembled = session_runtime::setup::assemble_sending(setup, asker.clone(), first).await?;
     if crate::trust::ask_once(&assembled.warnings, &setup.cwd, &setup.env, setup.home.as_deref()) {
-        assembled = session_runtime::assemble_sending(setup, asker, first).await?;
+        assembled = session_runtime::setup::assemble_sending(setup, asker, first).await?;
     }
     for warning in &assembled.warnings {
         eprintln!("session: warning: {warning}");
@@ -365,7 +368,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
         agent: options.agent.clone(),
         // `--model` beats the agent's model; without it the agent's model, else the config's
         // `model`, is the runtime's choice.
-        model: options.model.as_deref().and_then(session_runtime::parse_model_ref),
+        model: options.model.as_deref().and_then(session_runtime::models::parse_model_ref),
         variant: options.variant.clone(),
         attachments,
         ..PromptInput::default()
@@ -503,7 +506,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let (totals, cost) = RunTotals::of_run(&history, &before);
     // A failed start (a provider that refused the first request, a server that is not
     // running) keeps its session: the prompt is stored, the error beside it, and `--continue`
-    // goes on from there, as in OpenCode (issue 40). Nothing the user typed is lost.
+    // goes on from there, as in OpenCode. Nothing the user typed is lost.
     let session = session_id.to_string();
     // Subagents' costs are their sessions'; the parent's line adds them up.
     let subagents = match children_cost(store.as_ref(), &session_id).await {

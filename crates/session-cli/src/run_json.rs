@@ -12,7 +12,8 @@ use std::io::Write;
 
 use serde::Serialize;
 use session_core::{MessageError, Part, PartId, PartKind, SessionId, ToolStatus};
-use session_runtime::{BusEvent, Clock as _, SystemClock};
+use session_runtime::BusEvent;
+use session_runtime::clock::{Clock as _, SystemClock};
 
 use crate::render::{OutputFormat, Renderer};
 

@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use session_runtime::{FsResolver, TrustList, discover_from, load, user_dir};
+use session_runtime::config::{FsResolver, TrustList, discover_from, load};
+use session_runtime::setup::user_dir;
 use session_tools::sandbox::{Confinement, Namespaces, REQUIRED_LANDLOCK_ABI, SandboxTarget};
 use session_tools::{KernelSupport, Sandbox, SandboxMode, SandboxSettings};
 

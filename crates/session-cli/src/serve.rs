@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use session_runtime::{Runtime, user_dir};
+use session_runtime::Runtime;
+use session_runtime::setup::user_dir;
 use session_server::{
     Access, AllowedOrigin, BusAsker, ClientConfig, ClusterLink, ConnectionLimits, ServerInfo, ServerParts,
 };

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use session_core::{Identifier as _, Message, MessageId, ModelRef, PartId, PartKind, SessionId};
-use session_runtime::{GitSnapshotter, Runtime, RuntimeSettings, SnapshotRetention, SnapshotStoreReport};
+use session_runtime::snapshot::{GitSnapshotter, SnapshotRetention, SnapshotStoreReport};
+use session_runtime::{Runtime, RuntimeSettings};
 use session_store::{ListSessions, Session, SessionDocument, Store};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, ToolRegistry, Workspace,

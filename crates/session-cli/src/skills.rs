@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Subcommand;
 use session_core::permission::{Action, evaluate};
-use session_runtime::{RuntimeSetup, SkillScope};
+use session_runtime::RuntimeSetup;
+use session_runtime::config::SkillScope;
 
 /// The arguments of `session skills`.
 #[derive(Debug, clap::Args)]
@@ -35,11 +36,11 @@ pub fn main(setup: &RuntimeSetup, args: SkillsArgs, out: &mut impl Write) -> Res
 /// the default agent's rules say (`asks`, `denied`: a denied skill is neither listed to the
 /// model nor loadable), its description and file; then the problems.
 pub fn list(setup: &RuntimeSetup, out: &mut impl Write) -> Result<()> {
-    let skills = session_runtime::load_skills(setup);
-    let config = session_runtime::load_config(setup)?.config;
+    let skills = session_runtime::setup::load_skills(setup);
+    let config = session_runtime::setup::load_config(setup)?.config;
     let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
-    let agents = session_runtime::configured_agents(&config, home.as_deref())?;
-    let agent = session_runtime::default_agent(&config, &agents)?;
+    let agents = session_runtime::agents::configured_agents(&config, home.as_deref())?;
+    let agent = session_runtime::agents::default_agent(&config, &agents)?;
     let rules = agents.get(&agent).map(|a| a.ruleset.clone()).unwrap_or_default();
     if skills.skills().is_empty() {
         writeln!(out, "no skills")?;

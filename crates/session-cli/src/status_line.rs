@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use session_core::PartKind;
-use session_runtime::{BusEvent, SessionStatus};
+use session_runtime::BusEvent;
+use session_runtime::sessions::SessionStatus;
 
 /// A retry being waited for.
 #[derive(Debug, Clone, PartialEq)]

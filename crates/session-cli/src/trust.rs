@@ -6,7 +6,8 @@ use std::io::{BufRead, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
-use session_runtime::{TrustList, WarningReason, project_root, user_dir};
+use session_runtime::config::{TrustList, WarningReason};
+use session_runtime::setup::{project_root, user_dir};
 
 use crate::terminal::clean;
 
@@ -58,7 +59,7 @@ pub fn trust(
 /// whether to trust the folder, and records the answer. Returns true when the user trusted it
 /// (the caller loads the config again).
 pub fn ask_once(
-    warnings: &[session_runtime::ConfigWarning],
+    warnings: &[session_runtime::config::ConfigWarning],
     cwd: &Path,
     env: &HashMap<String, String>,
     home: Option<&Path>,

@@ -21,7 +21,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use session_core::JsonObject;
 use session_core::{ModelCost, ModelRef, overflow::ModelLimit, permission::PermissionAsk, permission::Reply};
 use session_llm::{Api, CatalogModel, HttpProvider, Provider, ReqwestTransport, Script, ScriptedProvider};
-use session_runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings, Sleeper};
+use session_runtime::clock::Sleeper;
+use session_runtime::{ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings};
 use session_store::{SqliteConfig, SqliteStore, StoreOptions};
 use session_testkit::{SENT_US, TestServer};
 use session_tools::{

@@ -11,7 +11,9 @@ use axum::extract::{Query, State};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use session_core::permission::Rule;
-use session_runtime::{Agent, AgentMode, CommandConfig, LoadedSkill, parse_model_ref};
+use session_runtime::agents::Agent;
+use session_runtime::config::{AgentMode, CommandConfig, LoadedSkill};
+use session_runtime::models::parse_model_ref;
 
 use crate::AppState;
 use crate::error::ServerError;

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use session_core::{Message, PermissionId, SessionId, permission::Reply};
-use session_runtime::{BusEvent, Clock as _, Runtime, SessionStatus, SystemClock};
+use session_runtime::clock::{Clock as _, SystemClock};
+use session_runtime::sessions::SessionStatus;
+use session_runtime::{BusEvent, Runtime};
 use session_store::{NoticeListener, Notifier, NotifyError, PgConfig, Store, encode_notice};
 use session_tools::PermissionEngine;
 use tokio::sync::mpsc;

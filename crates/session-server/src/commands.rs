@@ -10,7 +10,8 @@ use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use session_core::Message;
-use session_runtime::{CommandInput, parse_model_ref};
+use session_runtime::commands::CommandInput;
+use session_runtime::models::parse_model_ref;
 use session_store::ListSessions;
 
 use crate::AppState;

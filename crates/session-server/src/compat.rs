@@ -12,7 +12,7 @@ use axum::extract::{Path, Query, State};
 use serde::{Deserialize, Serialize};
 use session_core::PermissionId;
 use session_core::permission::{PermissionAsk, Reply};
-use session_runtime::SessionStatus;
+use session_runtime::sessions::SessionStatus;
 
 use crate::AppState;
 use crate::body::{JsonBody, parse_body};

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use session_core::permission::{PermissionAsk, PermissionRequest, ToolCallRef};
 use session_core::{Identifier as _, JsonObject, MessageId, PermissionId, SessionId};
-use session_runtime::{BusEvent, Clock as _, SessionStatus, SystemClock};
+use session_runtime::BusEvent;
+use session_runtime::clock::{Clock as _, SystemClock};
+use session_runtime::sessions::SessionStatus;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +75,8 @@ struct EventIds {
 
 impl EventIds {
     fn new(now_ms: u64) -> Self {
-        let tag = session_core::Entropy::next_u64(&mut session_runtime::random_entropy(now_ms)) & 0xffff;
+        let tag =
+            session_core::Entropy::next_u64(&mut session_runtime::clock::random_entropy(now_ms)) & 0xffff;
         Self { prefix: format!("evt_{now_ms:012x}{tag:04x}"), next: AtomicU64::new(0) }
     }
 

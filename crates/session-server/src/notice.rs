@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use session_core::{FileDiff, MessageId, PartId, PermissionId, SessionId, permission::Reply};
-use session_runtime::SessionStatus;
+use session_runtime::sessions::SessionStatus;
 
 use crate::events::Permission;
 

@@ -54,7 +54,7 @@ pub(crate) fn file_part(part: &Value, index: usize, worktree: &Path) -> Result<V
         }
         None => return Err(ServerError::body(format!("{field}: {shown} does not exist"))),
     };
-    session_runtime::attach_opened(file, &pinned.resolved().path, &shown)
+    session_runtime::files::attach_opened(file, &pinned.resolved().path, &shown)
         .map_err(|error| ServerError::body(format!("{field}: {error}")))
 }
 

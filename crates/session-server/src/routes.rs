@@ -12,7 +12,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use session_core::permission::{Reply, Rule};
 use session_core::{Identifier, MessageId, ModelRef, PartId, PermissionId, SessionId};
-use session_runtime::{BusEvent, PromptInput, SessionStart};
+use session_runtime::sessions::SessionStart;
+use session_runtime::{BusEvent, PromptInput};
 use session_store::{ListSessions, NewSession, Session};
 
 use crate::AppState;

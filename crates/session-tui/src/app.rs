@@ -11,9 +11,10 @@ use ratatui::layout::Rect;
 use ratatui_textarea::{TextArea, WrapMode};
 use session_core::permission::{PermissionAsk, Reply};
 use session_core::{Message, PartId, PartKind};
-use session_runtime::{BusEvent, SessionStatus};
-use session_store::Session;
-use session_tools::PermissionAnswer;
+use session_runtime::BusEvent;
+use session_runtime::permissions::PermissionAnswer;
+use session_runtime::sessions::Session;
+use session_runtime::sessions::SessionStatus;
 use tokio::sync::oneshot;
 
 use crate::commands::{Builtin, Slash, help, parse};

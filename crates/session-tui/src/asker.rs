@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use session_core::permission::{PermissionAsk, Reply};
-use session_tools::{PermissionAnswer, PermissionAsker};
+use session_runtime::permissions::{PermissionAnswer, PermissionAsker};
 use tokio::sync::{mpsc, oneshot};
 
 /// An ask and where its answer goes.

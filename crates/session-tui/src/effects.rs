@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use session_core::{AssistantMessage, CompactionPart, Identifier as _, PartKind, SessionId, TextPart};
-use session_runtime::{CommandInput, PromptInput, Runtime, RuntimeError, parse_model_ref};
-use session_store::{Session, Store};
+use session_runtime::commands::CommandInput;
+use session_runtime::models::parse_model_ref;
+use session_runtime::sessions::Session;
+use session_runtime::{PromptInput, Runtime, RuntimeError};
 use tokio::sync::mpsc;
 
 use crate::app::{App, Effect, PickerItem, PickerKind};
@@ -21,10 +23,8 @@ pub const SHELL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What the effects work on.
 pub struct Handles {
-    /// The engine.
+    /// The engine (and, through it, the sessions).
     pub runtime: Arc<Runtime>,
-    /// Its store.
-    pub store: Arc<dyn Store>,
     /// The workspace.
     pub root: PathBuf,
     /// The model the runtime defaults to (`--model` or the config's), as provider/model.
@@ -97,7 +97,6 @@ fn choice(handles: &Handles, app: &App) -> (Option<session_core::ModelRef>, Opti
 /// Starts `effect` in a task; its result comes back on `done`.
 pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::UnboundedSender<Done>) {
     let runtime = handles.runtime.clone();
-    let store = handles.store.clone();
     let id = app.transcript.session().clone();
     let done = done.clone();
     let (model, agent) = choice(handles, app);
@@ -145,8 +144,7 @@ pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::Unbo
         }
         Effect::ListSessions => {
             tokio::spawn(async move {
-                let _ =
-                    done.send(Done::Sessions(crate::setup::session_items(&runtime, store.as_ref()).await));
+                let _ = done.send(Done::Sessions(crate::setup::session_items(&runtime).await));
             });
         }
         Effect::OpenSession(value) => {
@@ -168,7 +166,7 @@ pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::Unbo
         Effect::Export => {
             let root = handles.root.clone();
             tokio::spawn(async move {
-                let _ = done.send(Done::Exported(export(store.as_ref(), &id, &root).await));
+                let _ = done.send(Done::Exported(export(&runtime, &id, &root).await));
             });
         }
         // The loop handles these itself.
@@ -177,8 +175,8 @@ pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::Unbo
 }
 
 /// Writes the session as JSON into the workspace; returns the file.
-async fn export(store: &dyn Store, id: &SessionId, root: &Path) -> Result<PathBuf> {
-    let document = store.export_session(id).await?;
+async fn export(runtime: &Runtime, id: &SessionId, root: &Path) -> Result<PathBuf> {
+    let document = runtime.export_session(id).await?;
     let path = root.join(format!("session-{}.json", id.as_str()));
     let text = serde_json::to_string_pretty(&document)?;
     tokio::fs::write(&path, text).await?;
@@ -234,9 +232,7 @@ pub async fn finished(app: &mut App, done: Done, handles: &Handles) -> Result<()
         Done::Sessions(Err(error)) => {
             app.transcript.note(NoteKind::Error, format!("listing sessions: {error:#}"))
         }
-        Done::Open(Ok(id)) => match crate::runner::load(handles.store.as_ref(), &id, handles.root.clone())
-            .await
-        {
+        Done::Open(Ok(id)) => match crate::runner::load(&handles.runtime, &id, handles.root.clone()).await {
             Ok((session, transcript)) => {
                 app.show_session(&session, transcript);
                 app.status.flash = Some(format!("session {}", id.as_str()));

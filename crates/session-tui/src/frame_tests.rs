@@ -5,7 +5,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use session_core::permission::{PermissionAsk, PermissionRequest};
 use session_core::{Message, PermissionId};
-use session_runtime::{BusEvent, SessionStatus};
+use session_runtime::BusEvent;
+use session_runtime::sessions::SessionStatus;
 
 use crate::app::{App, Effect, PendingAsk, PickerItem, PickerKind, Status};
 use crate::fixtures::{self, NOW};
@@ -211,7 +212,7 @@ fn keys_send_interrupt_quit_undo_and_recall_history() {
 
 #[test]
 fn the_skills_list() {
-    use session_runtime::{LoadedSkill, Skill, SkillProblem, SkillScope, SkillSet};
+    use session_runtime::config::{LoadedSkill, Skill, SkillProblem, SkillScope, SkillSet};
     use std::path::PathBuf;
     let skill = |name: &str, description: &str, location: &str, scope, slash| LoadedSkill {
         skill: Skill {

@@ -9,8 +9,9 @@ use anyhow::{Context as _, Result};
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt as _;
 use session_core::{AssistantMessage, MessageWithParts, SessionId};
-use session_runtime::{Assembled, Clock as _, RuntimeError, RuntimeSetup, SystemClock};
-use session_store::{Session, Store};
+use session_runtime::clock::{Clock as _, SystemClock};
+use session_runtime::sessions::Session;
+use session_runtime::{Assembled, Runtime, RuntimeError, RuntimeSetup};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::app::{App, Effect, PickerKind, Status};
@@ -39,9 +40,9 @@ pub struct TuiOptions {
 }
 
 /// The session's history and record, for showing it.
-pub(crate) async fn load(store: &dyn Store, id: &SessionId, root: PathBuf) -> Result<(Session, Transcript)> {
-    let session = store.get_session(id).await?;
-    let history: Vec<MessageWithParts> = store.load_history(id).await?.messages;
+pub(crate) async fn load(runtime: &Runtime, id: &SessionId, root: PathBuf) -> Result<(Session, Transcript)> {
+    let session = runtime.session(id).await?;
+    let history: Vec<MessageWithParts> = runtime.history(id).await?.messages;
     let mut transcript = Transcript::new(id.clone(), root);
     transcript.load(history, session.revert.clone());
     Ok((session, transcript))
@@ -50,14 +51,14 @@ pub(crate) async fn load(store: &dyn Store, id: &SessionId, root: PathBuf) -> Re
 /// Runs the UI until the user quits; returns the exit code. The terminal is restored on every
 /// way out, and the runtime's work is stopped and its store closed.
 pub async fn run(assembled: Assembled, asks: AskReceiver, options: TuiOptions) -> Result<u8> {
-    let Assembled { runtime, store, model, mcp, .. } = assembled;
+    let Assembled { runtime, model, mcp, .. } = assembled;
     let choices = choices(&options.setup, &runtime)?;
     // Subscribed before the history is read: nothing published in between is lost.
     let events = runtime.bus().subscribe();
     let (session_id, created) =
-        open_session(options.session.as_deref(), options.continue_latest, &runtime, &store).await?;
+        open_session(options.session.as_deref(), options.continue_latest, &runtime).await?;
     let root = runtime.worktree().to_path_buf();
-    let (session, transcript) = load(store.as_ref(), &session_id, root.clone()).await?;
+    let (session, transcript) = load(&runtime, &session_id, root.clone()).await?;
     let model_name =
         options.model.clone().unwrap_or_else(|| format!("{}/{}", model.provider_id, model.model_id));
     let status = Status {
@@ -75,7 +76,6 @@ pub async fn run(assembled: Assembled, asks: AskReceiver, options: TuiOptions) -
         crate::transcript::user_messages(&app.transcript).into_iter().map(|(_, text)| text).collect();
     let handles = Handles {
         runtime: runtime.clone(),
-        store: store.clone(),
         root,
         default_model: model_name,
         model_flag: options.model.is_some(),
@@ -93,12 +93,12 @@ pub async fn run(assembled: Assembled, asks: AskReceiver, options: TuiOptions) -
     mcp.shutdown().await;
     // A session made on opening and never used leaves nothing behind.
     if created
-        && store.load_history(&session_id).await.is_ok_and(|h| h.messages.is_empty())
-        && let Err(error) = store.delete_session(&session_id).await
+        && runtime.history(&session_id).await.is_ok_and(|h| h.messages.is_empty())
+        && let Err(error) = runtime.delete_session(&session_id).await
     {
         tracing::warn!("could not remove the unused session {session_id}: {error}");
     }
-    store.close().await?;
+    runtime.close_store().await?;
     result
 }
 
@@ -165,7 +165,7 @@ async fn event_loop(
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     tracing::debug!(missed, "the UI fell behind the bus; reloading the session");
                     let id = app.transcript.session().clone();
-                    let (session, transcript) = load(handles.store.as_ref(), &id, handles.root.clone()).await?;
+                    let (session, transcript) = load(&handles.runtime, &id, handles.root.clone()).await?;
                     app.show_session(&session, transcript);
                     dirty = true;
                     Vec::new()

@@ -3,13 +3,12 @@
 //! commands and the skills.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow};
 use session_core::{Identifier as _, SessionId};
-use session_llm::Catalog;
+use session_runtime::models::{Catalog, split_model_ref};
+use session_runtime::sessions::ListSessions;
 use session_runtime::{ConfiguredModels, Runtime, RuntimeSetup};
-use session_store::{ListSessions, Store};
 
 use crate::app::PickerItem;
 
@@ -40,7 +39,7 @@ impl Choices {
 /// Reads the configuration for the pickers: the models of every provider that can be called
 /// (a key, or a local server), the primary agents, the commands.
 pub fn choices(setup: &RuntimeSetup, runtime: &Runtime) -> Result<Choices> {
-    let loaded = session_runtime::load_config(setup)?;
+    let loaded = session_runtime::setup::load_config(setup)?;
     let config = loaded.config;
     let catalog = Catalog::embedded()?;
     let models = ConfiguredModels::new(
@@ -48,7 +47,7 @@ pub fn choices(setup: &RuntimeSetup, runtime: &Runtime) -> Result<Choices> {
         config.clone(),
         setup.env.clone(),
         setup.base_url.clone().and_then(|url| {
-            setup.model.as_deref().and_then(session_llm::split_model_ref).map(|(p, _)| (p.to_owned(), url))
+            setup.model.as_deref().and_then(split_model_ref).map(|(p, _)| (p.to_owned(), url))
         }),
     )?;
     // Configured providers first, then the catalog's.
@@ -82,8 +81,8 @@ pub fn choices(setup: &RuntimeSetup, runtime: &Runtime) -> Result<Choices> {
         }
     }
     let home = setup.home.as_ref().map(|h| h.to_string_lossy().into_owned());
-    let agents = session_runtime::configured_agents(&config, home.as_deref())?;
-    choices.default_agent = session_runtime::default_agent(&config, &agents)?;
+    let agents = session_runtime::agents::configured_agents(&config, home.as_deref())?;
+    choices.default_agent = session_runtime::agents::default_agent(&config, &agents)?;
     for (name, agent) in agents.iter().filter(|(name, a)| a.is_primary() && runtime.has_agent(name)) {
         let detail = agent.description.clone().unwrap_or_default();
         choices.agents.push(PickerItem { label: name.clone(), detail, value: name.clone() });
@@ -111,11 +110,10 @@ pub async fn open_session(
     session: Option<&str>,
     continue_latest: bool,
     runtime: &Runtime,
-    store: &Arc<dyn Store>,
 ) -> Result<(SessionId, bool)> {
     if let Some(id) = session {
         let id = SessionId::parse(id).map_err(|error| anyhow!("--session: {error}"))?;
-        let found = store.get_session(&id).await.map_err(|error| anyhow!("--session {id}: {error}"))?;
+        let found = runtime.session(&id).await.map_err(|error| anyhow!("--session {id}: {error}"))?;
         return Ok((found.id, false));
     }
     if continue_latest {
@@ -125,7 +123,7 @@ pub async fn open_session(
             roots_only: true,
             ..ListSessions::default()
         };
-        let page = store.list_sessions(&query).await?;
+        let page = runtime.list_sessions(&query).await?;
         let latest = page.sessions.into_iter().next().ok_or_else(|| {
             anyhow!(
                 "--continue: no session in {} yet; run without --continue to start one",
@@ -139,14 +137,14 @@ pub async fn open_session(
 }
 
 /// The folder's sessions for the picker, newest first, with their titles and times.
-pub async fn session_items(runtime: &Runtime, store: &dyn Store) -> Result<Vec<PickerItem>> {
+pub async fn session_items(runtime: &Runtime) -> Result<Vec<PickerItem>> {
     let query = ListSessions {
         limit: 200,
         directory: Some(runtime.worktree().to_string_lossy().into_owned()),
         roots_only: true,
         ..ListSessions::default()
     };
-    let page = store.list_sessions(&query).await?;
+    let page = runtime.list_sessions(&query).await?;
     Ok(page
         .sessions
         .into_iter()

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use ratatui::text::{Line, Span};
 use session_core::{Message, MessageId, MessageWithParts, Part, PartId, PartKind, SessionId, ToolState};
 use session_runtime::BusEvent;
-use session_store::RevertRecord;
+use session_runtime::sessions::RevertRecord;
 
 use crate::render::parts::{RenderContext, Row, message_rows};
 use crate::render::wrap::{sanitize, wrap_line};

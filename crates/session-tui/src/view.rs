@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use serde_json::Value;
 use session_core::permission::PermissionAsk;
-use session_runtime::SessionStatus;
+use session_runtime::sessions::SessionStatus;
 
 use crate::app::App;
 use crate::render::parts::diff_lines;

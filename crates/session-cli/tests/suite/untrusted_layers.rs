@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use session_core::permission::{Action, evaluate};
-use session_runtime::{Agent, RuntimeSetup, configured_agents, load_config};
+use session_runtime::RuntimeSetup;
+use session_runtime::agents::{Agent, configured_agents};
+use session_runtime::setup::load_config;
 use session_tools::{Enforcement, SandboxMode};
 
 /// A home with the user's config folder and a git project `project/` in it.

@@ -25,5 +25,6 @@ pub use asks::{
 pub(crate) use doom_loop::check_doom_loop_in;
 pub use doom_loop::{DOOM_LOOP_PERMISSION, DOOM_LOOP_THRESHOLD, check_doom_loop, doom_loop_request};
 pub use rules::{
-    Action, PermissionConfigError, Rule, Ruleset, evaluate, matching_rule, rules_from_config, wildcard_match,
+    Action, PermissionConfigError, Rule, Ruleset, evaluate, expand_home, matching_rule, rules_from_config,
+    wildcard_match,
 };

@@ -242,7 +242,7 @@ fn describe(value: &Value) -> String {
 }
 
 /// Expands a leading `~` or `$HOME` in a configured pattern, as OpenCode does.
-fn expand_home(pattern: &str, home: Option<&str>) -> String {
+pub fn expand_home(pattern: &str, home: Option<&str>) -> String {
     let Some(home) = home else { return pattern.to_owned() };
     if pattern == "~" {
         home.to_owned()

@@ -268,7 +268,7 @@ pub async fn assemble_sending(
         .map_err(|source| ComposeError::DataDir { path: setup.data_dir.display().to_string(), source })?;
     // The store opens (for a new SQLite file: creation and migrations, most of a fresh run's
     // start) on a thread of tokio's blocking pool while this one builds the tools, agents and
-    // instructions (issue 25); nothing below needs it until the runtime is built.
+    // instructions, so the two overlap; nothing below needs it until the runtime is built.
     let opening = {
         let database = setup.db.clone().or_else(|| config.database.clone());
         let data_dir = setup.data_dir.clone();
@@ -312,7 +312,8 @@ pub async fn assemble_sending(
         .with_continue_loop_on_deny(config.continue_loop_on_deny())
         .with_shell_env(config.shell_env.policy())
         .with_sandbox(sandbox)
-        // Whole outputs of long commands go to the data folder, never the project (issue 40).
+        // Whole outputs of long commands go to the data folder, never the project, where they
+        // would show among the user's changes.
         .with_tool_output_in(&setup.data_dir)
         // The plan agent studies the project: its commands may not change it.
         .with_agent_sandbox("plan", session_tools::SandboxMode::ReadOnly);

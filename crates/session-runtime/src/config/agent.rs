@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use session_core::permission::{Action, Rule, Ruleset};
 
 use super::error::ConfigError;
-use super::types::permission_rules;
+use super::permission::{PermissionConfig, rules_of};
 
 /// `agent.<name>`: an override of a built-in agent or a new agent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ pub struct AgentConfig {
     pub max_steps: Option<NonZeroU32>,
     /// The agent's permission rules as written, appended after the top-level ones.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub permission: Option<Value>,
+    pub permission: Option<PermissionConfig>,
     /// OpenCode's older switch per tool: `false` denies the tool, `true` allows it (`*` globs
     /// allowed in names); applied after `permission`.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
@@ -67,6 +67,27 @@ pub struct AgentConfig {
 }
 
 impl AgentConfig {
+    /// The keys of `agent.<name>` (serde's names of the fields): OpenCode moves any other key
+    /// into `options`, as its agent schema does. A unit test checks it against the fields.
+    pub const KEYS: [&str; 16] = [
+        "model",
+        "variant",
+        "prompt",
+        "description",
+        "temperature",
+        "top_p",
+        "mode",
+        "hidden",
+        "disable",
+        "steps",
+        "maxSteps",
+        "permission",
+        "tools",
+        "color",
+        "name",
+        "options",
+    ];
+
     /// The step limit: `steps`, else the deprecated `maxSteps`.
     pub fn step_limit(&self) -> Option<NonZeroU32> {
         self.steps.or(self.max_steps)
@@ -75,7 +96,7 @@ impl AgentConfig {
     /// The agent's permission rules in written order (empty when unset), then its `tools`
     /// switches as rules (`write`, `edit` and `apply_patch` all mean the `edit` permission).
     pub fn permission_rules(&self, home: Option<&str>) -> Result<Ruleset, ConfigError> {
-        let mut rules = permission_rules(self.permission.as_ref(), "permission", home)?;
+        let mut rules = rules_of(self.permission.as_ref(), home);
         for (tool, enabled) in &self.tools {
             let action = if *enabled { Action::Allow } else { Action::Deny };
             let permission = session_core::permission::tool_permission(tool);
@@ -124,5 +145,35 @@ mod tests {
         assert_eq!(evaluate("bash", "ls", &[&rules]), Action::Deny);
         assert_eq!(evaluate("edit", "a.rs", &[&rules]), Action::Deny);
         assert_eq!(evaluate("webfetch", "https://x", &[&rules]), Action::Allow);
+    }
+
+    #[test]
+    fn the_keys_are_the_fields_serde_writes() {
+        // Every field is set (no `..Default::default()`), so a new field fails to compile here
+        // until it is added, and then fails the assertion until `KEYS` names it.
+        let agent = AgentConfig {
+            model: Some("p/m".to_owned()),
+            variant: Some("high".to_owned()),
+            prompt: Some("p".to_owned()),
+            description: Some("d".to_owned()),
+            temperature: Some(0.5),
+            top_p: Some(0.5),
+            mode: Some(AgentMode::All),
+            hidden: Some(true),
+            disable: Some(false),
+            steps: NonZeroU32::new(3),
+            max_steps: NonZeroU32::new(3),
+            permission: Some(PermissionConfig::All(Action::Ask)),
+            tools: IndexMap::from([("bash".to_owned(), false)]),
+            color: Some("red".to_owned()),
+            name: Some("n".to_owned()),
+            options: Map::from_iter([("k".to_owned(), Value::Bool(true))]),
+        };
+        let written = serde_json::to_value(&agent).unwrap();
+        let mut keys: Vec<&str> = written.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut expected = AgentConfig::KEYS.to_vec();
+        keys.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
     }
 }

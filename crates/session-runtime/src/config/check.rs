@@ -5,31 +5,11 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use session_core::{permission::PermissionConfigError, permission::rules_from_config};
 
-use super::error::{ConfigError, ConfigWarning};
+use super::agent::AgentConfig;
+use super::error::{ConfigError, ConfigWarning, describe};
+use super::permission::check_permission;
 use super::types::Config;
-
-/// Keys of `agent.<name>` that OpenCode knows; any other key is a provider option for the
-/// agent's requests and moves into `options`, as OpenCode's agent schema does.
-const AGENT_KEYS: [&str; 16] = [
-    "name",
-    "model",
-    "variant",
-    "prompt",
-    "description",
-    "temperature",
-    "top_p",
-    "mode",
-    "hidden",
-    "color",
-    "steps",
-    "maxSteps",
-    "options",
-    "permission",
-    "disable",
-    "tools",
-];
 
 /// OpenCode keys accepted without a warning: the schema link, listening settings the command's
 /// flags decide, and the models.dev fields that describe rather than
@@ -110,9 +90,13 @@ pub(crate) fn check_layer(value: &mut Value, path: &Path) -> Result<Vec<ConfigWa
 
     let mut ignored: Vec<Vec<String>> = Vec::new();
     let mut record = |ignored_path: serde_ignored::Path<'_>| ignored.push(segments(&ignored_path));
+    // The permission values are checked after every other key, with errors of their own: they
+    // are out of the way of the typed check, then put back.
+    let permissions = take_permissions(value);
     let deserializer = serde_ignored::Deserializer::new(&*value, &mut record);
-    let typed: Config =
-        serde_path_to_error::deserialize(deserializer).map_err(|error| type_error(path, value, &error))?;
+    let typed: Result<Config, _> = serde_path_to_error::deserialize(deserializer);
+    put_back_permissions(value, permissions);
+    let typed = typed.map_err(|error| type_error(path, value, &error))?;
 
     check_permission(path, value.get("permission"), "permission")?;
     for name in typed.agent.keys() {
@@ -166,12 +150,46 @@ fn array_at(value: &Value, pattern: &[&str], keys: &mut Vec<String>) -> Option<V
     None
 }
 
+/// Takes the `permission` values (top-level and per agent object) out of `value`, with where
+/// each was.
+fn take_permissions(value: &mut Value) -> Vec<(Option<String>, Value)> {
+    let mut taken = Vec::new();
+    let Value::Object(root) = value else { return taken };
+    if let Some(permission) = root.get_mut("permission") {
+        taken.push((None, permission.take()));
+    }
+    if let Some(Value::Object(agents)) = root.get_mut("agent") {
+        for (name, agent) in agents.iter_mut() {
+            if let Some(permission) = agent.as_object_mut().and_then(|fields| fields.get_mut("permission")) {
+                taken.push((Some(name.clone()), permission.take()));
+            }
+        }
+    }
+    taken
+}
+
+/// Puts back what [`take_permissions`] took, in place (the keys never left).
+fn put_back_permissions(value: &mut Value, taken: Vec<(Option<String>, Value)>) {
+    for (agent, permission) in taken {
+        let slot = match &agent {
+            None => value.get_mut("permission"),
+            Some(name) => value
+                .get_mut("agent")
+                .and_then(|agents| agents.get_mut(name))
+                .and_then(|a| a.get_mut("permission")),
+        };
+        if let Some(slot) = slot {
+            *slot = permission;
+        }
+    }
+}
+
 fn move_agent_options(value: &mut Value) {
     let Some(Value::Object(agents)) = value.get_mut("agent") else { return };
     for agent in agents.values_mut() {
         let Value::Object(fields) = agent else { continue };
         let unknown: Vec<String> =
-            fields.keys().filter(|k| !AGENT_KEYS.contains(&k.as_str())).cloned().collect();
+            fields.keys().filter(|k| !AgentConfig::KEYS.contains(&k.as_str())).cloned().collect();
         if unknown.is_empty() {
             continue;
         }
@@ -302,59 +320,6 @@ fn lookup<'a>(value: &'a Value, keys: &[String]) -> Option<&'a Value> {
         Value::Array(items) => key.parse::<usize>().ok().and_then(|index| items.get(index)),
         _ => None,
     })
-}
-
-/// A JSON value as an error message names it: its type, and the value itself when short.
-pub(crate) fn describe(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => format!("boolean {b}"),
-        Value::Number(n) => format!("number {n}"),
-        Value::String(s) if s.chars().count() <= 40 => format!("string {s:?}"),
-        Value::String(_) => "a string".to_owned(),
-        Value::Array(_) => "an array".to_owned(),
-        Value::Object(_) => "an object".to_owned(),
-    }
-}
-
-fn check_permission(path: &Path, value: Option<&Value>, key: &str) -> Result<(), ConfigError> {
-    match value {
-        None | Some(Value::Null) => Ok(()),
-        Some(value) => rules_from_config(value, None)
-            .map(drop)
-            .map_err(|error| permission_error(path, key, value, &error)),
-    }
-}
-
-/// A permission error of session-core, as a type error with the key path.
-pub(crate) fn permission_error(
-    path: &Path,
-    key: &str,
-    value: &Value,
-    error: &PermissionConfigError,
-) -> ConfigError {
-    const ACTION: &str = r#""allow", "ask" or "deny""#;
-    let (key, expected, found) = match error {
-        PermissionConfigError::InvalidRule { key: rule, .. } => (
-            format!("{key}.{rule}"),
-            format!("{ACTION} or an object of pattern to action"),
-            value.get(rule).map(describe),
-        ),
-        PermissionConfigError::InvalidAction { key: rule, pattern, .. } => (
-            format!("{key}.{rule}.{pattern}"),
-            ACTION.to_owned(),
-            value.get(rule).and_then(|patterns| patterns.get(pattern)).map(describe),
-        ),
-        PermissionConfigError::NotAnObject { .. } => {
-            (key.to_owned(), format!("{ACTION} or an object of permission to rule"), Some(describe(value)))
-        }
-    };
-    ConfigError::WrongType {
-        path: path.to_path_buf(),
-        key,
-        expected,
-        found: found.unwrap_or_else(|| error.to_string()),
-    }
 }
 
 #[cfg(test)]

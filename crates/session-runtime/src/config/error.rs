@@ -4,6 +4,8 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -151,5 +153,18 @@ impl fmt::Display for ConfigWarning {
                 self.key
             ),
         }
+    }
+}
+
+/// A JSON value as an error message names it: its type, and the value itself when short.
+pub(super) fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(s) if s.chars().count() <= 40 => format!("string {s:?}"),
+        Value::String(_) => "a string".to_owned(),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
     }
 }

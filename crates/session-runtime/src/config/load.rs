@@ -6,38 +6,16 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::ParseOptions;
 use serde_json::Value;
 
-use super::check::{check_layer, type_error_merged};
+use super::check::type_error_merged;
 use super::discover::ConfigSources;
 use super::error::{ConfigError, ConfigWarning, WarningReason};
+use super::layer::ConfigLayer;
 use super::markdown::markdown_layer;
 use super::merge::merge;
 use super::restrict::{Restrictions, merge_untrusted};
 use super::substitute::{Resolver, substitute};
 use super::trust::{UntrustedResolver, restrict_untrusted};
 use super::types::Config;
-
-/// One checked layer: a file's JSON after substitution and normalisation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigLayer {
-    /// Where the layer came from (a file, or a name chosen by an embedder).
-    pub path: PathBuf,
-    /// The layer's JSON, keys in written order.
-    pub value: Value,
-    /// Unknown keys of this layer.
-    pub warnings: Vec<ConfigWarning>,
-    /// A project layer of a folder the user has not trusted: [`combine`] lets it only add
-    /// restrictions to the layers below it.
-    pub untrusted: bool,
-}
-
-impl ConfigLayer {
-    /// Checks a layer built in code; `path` names it in errors and warnings.
-    pub fn from_value(path: impl Into<PathBuf>, mut value: Value) -> Result<Self, ConfigError> {
-        let path = path.into();
-        let warnings = check_layer(&mut value, &path)?;
-        Ok(Self { path, value, warnings, untrusted: false })
-    }
-}
 
 /// The merged configuration and every warning of its layers.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::error::{ConfigError, ConfigWarning, WarningReason};
-use super::load::ConfigLayer;
+use super::layer::ConfigLayer;
 
 /// The most bytes a markdown agent or command may have.
 const MAX_MARKDOWN_BYTES: u64 = 1024 * 1024;

@@ -11,9 +11,9 @@
 //!
 //! ```no_run
 //! use std::path::{Path, PathBuf};
-//! use session_runtime::{FsResolver, discover, load};
+//! use session_runtime::config::{FsResolver, discover, load};
 //!
-//! # fn main() -> Result<(), session_runtime::ConfigError> {
+//! # fn main() -> Result<(), session_runtime::config::ConfigError> {
 //! let home = PathBuf::from("/home/me");
 //! let sources = discover(Path::new("/home/me/project/src"), Some(&home), None);
 //! let resolver = FsResolver::new([("OPENAI_API_KEY".to_owned(), "sk-...".to_owned())], Some(home));
@@ -32,12 +32,14 @@ mod check;
 mod command;
 mod discover;
 mod error;
+mod layer;
 mod load;
 mod markdown;
 mod mcp;
 mod merge;
 mod origin;
 mod package;
+mod permission;
 mod restrict;
 mod sandbox;
 mod skills;
@@ -50,11 +52,13 @@ pub use agent::{AgentConfig, AgentMode};
 pub use command::CommandConfig;
 pub use discover::{ConfigSources, discover, discover_from, discover_in, trust_root, user_config_dir};
 pub use error::{ConfigError, ConfigWarning, WarningReason};
-pub use load::{ConfigLayer, LoadedConfig, combine, load, load_layers, parse_layer};
+pub use layer::ConfigLayer;
+pub use load::{LoadedConfig, combine, load, load_layers, parse_layer};
 pub use mcp::{McpKind, McpServerConfig, ServerFolders, mcp_servers};
 pub use merge::merge;
 pub use origin::{KeyOrigin, key_origins};
 pub use package::api_for_package;
+pub use permission::{PermissionConfig, ToolPermission};
 pub use restrict::{Restrictions, restrict_after};
 pub use sandbox::SandboxConfig;
 pub use skills::{

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::load::ConfigLayer;
+use super::layer::ConfigLayer;
 
 /// One key of the merged configuration and the file that set it last.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,12 +13,14 @@
 use std::path::Path;
 
 use indexmap::IndexMap;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use session_core::permission::{Action, Rule, Ruleset, tool_permission};
 use session_tools::{Enforcement, SandboxMode};
 
 use super::error::{ConfigWarning, WarningReason};
 use super::merge::merge;
+use super::permission::{PermissionConfig, ToolPermission};
 use super::sandbox::SandboxConfig;
 
 /// The permission values of untrusted layers, kept out of the merge: rules that may only
@@ -26,10 +28,10 @@ use super::sandbox::SandboxConfig;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Restrictions {
     /// Top-level `permission` values, in layer order (their `allow` rules already removed).
-    pub permission: Vec<Value>,
+    pub permission: Vec<PermissionConfig>,
     /// `agent.<name>.permission` values and `tools` switches turned off (as `deny` rules),
     /// per agent, in layer order.
-    pub agent: IndexMap<String, Vec<Value>>,
+    pub agent: IndexMap<String, Vec<PermissionConfig>>,
 }
 
 impl Restrictions {
@@ -61,7 +63,7 @@ pub(crate) fn merge_untrusted(
                 for key in weakening_attempts(merged.get("permission"), &value) {
                     warn(key);
                 }
-                restrictions.permission.push(value);
+                restrictions.permission.push(restriction(&value));
             }
         }
     }
@@ -80,6 +82,12 @@ pub(crate) fn merge_untrusted(
         }
     }
     merge(Value::Object(merged), Value::Object(layer))
+}
+
+/// An untrusted layer's permission value as a restriction. The layer was checked, so the value
+/// parses; were it not to, the restriction denies everything rather than vanish.
+fn restriction(value: &Value) -> PermissionConfig {
+    PermissionConfig::deserialize(value).unwrap_or(PermissionConfig::All(Action::Deny))
 }
 
 /// What in the untrusted permission value `untrusted` tried to loosen `trusted` (the merged
@@ -119,18 +127,18 @@ fn restrict_agent(
     if let Some(permission) = agent.remove("permission") {
         match permission {
             Value::Null => warn(format!("agent.{name}.permission: null (the trusted rules stay)")),
-            value => restrictions.agent.entry(name.to_owned()).or_default().push(value),
+            value => restrictions.agent.entry(name.to_owned()).or_default().push(restriction(&value)),
         }
     }
     if let Some(Value::Object(tools)) = agent.remove("tools") {
         // `restrict_untrusted` removed every `true`; a `false` denies the tool.
-        let denied: Map<String, Value> = tools
+        let denied: IndexMap<String, ToolPermission> = tools
             .iter()
             .filter(|(_, enabled)| **enabled == Value::Bool(false))
-            .map(|(tool, _)| (tool_permission(tool).to_owned(), Value::String("deny".to_owned())))
+            .map(|(tool, _)| (tool_permission(tool).to_owned(), ToolPermission::Action(Action::Deny)))
             .collect();
         if !denied.is_empty() {
-            restrictions.agent.entry(name.to_owned()).or_default().push(Value::Object(denied));
+            restrictions.agent.entry(name.to_owned()).or_default().push(PermissionConfig::Tools(denied));
         }
     }
     if agent.get("disable") == Some(&Value::Bool(false)) {

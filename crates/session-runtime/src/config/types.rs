@@ -9,13 +9,14 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use session_core::{
     CachePrices, ModelCost, Prices, config::CompactionConfig, overflow::ModelLimit, permission::Ruleset,
-    permission::rules_from_config, retry::RetryConfig,
+    retry::RetryConfig,
 };
 
 use session_llm::Api;
 
 use super::error::ConfigError;
 use super::package::api_for_package;
+use super::permission::{PermissionConfig, rules_of};
 
 /// The whole configuration, after layering.
 ///
@@ -33,12 +34,10 @@ pub struct Config {
     /// Providers by id: catalog overrides and custom endpoints.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub provider: IndexMap<String, ProviderConfig>,
-    /// Permission rules as written (an action string or an object), in written order.
-    ///
-    /// Kept as JSON so that [`session_core::permission::rules_from_config`] sees the keys in order; use
+    /// Permission rules as written (an action, or rules by tool), in written order; see
     /// [`Config::permission_rules`].
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub permission: Option<Value>,
+    pub permission: Option<PermissionConfig>,
     /// Agents by name: overrides of the built-in agents and new ones.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
     pub agent: IndexMap<String, super::agent::AgentConfig>,
@@ -92,8 +91,9 @@ impl Config {
     /// The top-level permission rules in written order (empty when unset).
     ///
     /// With `home`, patterns starting `~/`, `~` or `$HOME` are expanded.
+    /// A typed value cannot fail to give rules; the `Result` is the callers' (kept as it was).
     pub fn permission_rules(&self, home: Option<&str>) -> Result<Ruleset, ConfigError> {
-        permission_rules(self.permission.as_ref(), "permission", home)
+        Ok(rules_of(self.permission.as_ref(), home))
     }
 
     /// The rules untrusted layers add for `agent`: the top-level ones, then the agent's own;
@@ -102,7 +102,7 @@ impl Config {
         let agent_values = self.restrictions.agent.get(agent).into_iter().flatten();
         let mut rules = Ruleset::new();
         for value in self.restrictions.permission.iter().chain(agent_values) {
-            rules.extend(permission_rules(Some(value), "permission", home)?);
+            rules.extend(value.rules(home));
         }
         Ok(rules)
     }
@@ -448,7 +448,7 @@ impl ModelCostConfig {
     /// field, unset ones 0 without a base, and nothing else. OpenCode 1.18.34 builds a
     /// configured model's cost from `input`, `output`, `cache_read` and `cache_write` alone,
     /// so neither these `tiers` and `context_over_200k` nor the catalog's ever apply to it
-    /// (issue 40; SPEC 5 "Configured models").
+    /// (SPEC 5 "Configured models").
     pub fn resolve(&self, base: Option<&ModelCost>) -> ModelCost {
         let base = base.map(ModelCost::base).unwrap_or_default();
         ModelCost::flat(Prices {
@@ -534,22 +534,6 @@ mod price {
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
-}
-
-/// What errors name for values that did not come from a checked file.
-const IN_CODE: &str = "<config>";
-
-pub(super) fn permission_rules(
-    value: Option<&Value>,
-    key: &str,
-    home: Option<&str>,
-) -> Result<Ruleset, ConfigError> {
-    match value {
-        None | Some(Value::Null) => Ok(Ruleset::new()),
-        Some(value) => rules_from_config(value, home).map_err(|error| {
-            super::check::permission_error(std::path::Path::new(IN_CODE), key, value, &error)
-        }),
-    }
 }
 
 #[cfg(test)]

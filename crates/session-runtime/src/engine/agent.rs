@@ -8,6 +8,9 @@ use session_core::{
     permission::Ruleset, permission::agent_ruleset,
 };
 
+/// The task tool's name, as OpenCode calls it (here because a subagent's request leaves it out).
+pub const TASK_TOOL: &str = "task";
+
 /// The system prompt of the `build` agent (our own text).
 pub const BUILD_PROMPT: &str = "\
 You are a coding agent working in the user's project through tools. Read before you change: \

@@ -1,4 +1,5 @@
-//! A new session's first provider request, sent while the store opens (issue 25).
+//! A new session's first provider request, sent while the store opens, so that a
+//! fresh run's start costs the slower of the two rather than their sum.
 //!
 //! A new session's first step sends what follows from the prompt alone: its user message is
 //! the whole history. So the request can leave before the store has opened, the session been
@@ -8,7 +9,7 @@
 //! model answers is handled only after the step's writes, as always.
 //!
 //! The session's id is minted here, before the request leaves, so that the request names its
-//! session in its headers as every later one does (issue 40); the caller creates the session
+//! session in its headers as every later one does (as OpenCode 1.18.34 names it); the caller creates the session
 //! with that id ([`RequestAhead::session_id`]).
 
 use session_core::{
@@ -19,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::clock::random_entropy;
 use super::error::RuntimeError;
+use super::inputs::PromptInput;
 use super::request::{RequestSources, StepRequest};
-use super::runtime::PromptInput;
 use super::step::sent_ahead;
 use super::structured::StructuredOutput;
 

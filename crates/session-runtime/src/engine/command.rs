@@ -9,7 +9,8 @@ use session_store::NewSession;
 
 use super::bus::BusEvent;
 use super::error::RuntimeError;
-use super::runtime::{PromptInput, Runtime, parse_model_ref};
+use super::inputs::{PromptInput, parse_model_ref};
+use super::runtime::Runtime;
 use crate::config::CommandConfig;
 
 /// A command to run: its name and arguments, and the caller's agent and model (a command's own

@@ -28,7 +28,7 @@ impl Runtime {
         model: Option<session_core::ModelRef>,
     ) -> Result<AssistantMessage, RuntimeError> {
         let part = PartKind::Compaction(CompactionPart { auto: false, overflow: None, tail_start_id: None });
-        let input = super::runtime::PromptInput { model, attachments: vec![part], ..Default::default() };
+        let input = super::inputs::PromptInput { model, attachments: vec![part], ..Default::default() };
         self.prompt(session_id, input).await
     }
 

@@ -1,4 +1,4 @@
-//! A run's history in memory (issue 25): the loop reads the session once per run, then after
+//! A run's history in memory, so that no step reads the whole session again: the loop reads the session once per run, then after
 //! each step only the messages from the newest one it holds on, with the count of all, in one
 //! snapshot. Only the newest messages change while a run holds the session (its own step, a
 //! compaction, a prompt that joined); a count that does not add up (a message written by

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::agent::{Agent, MAX_STEPS_TEXT, environment_prompt, utc_date};
 use super::clock::Clock;
 use super::error::RuntimeError;
-use super::runtime::{ModelSource, PromptInput, ProviderEntry, RuntimeSettings, parse_model_ref, text_part};
+use super::inputs::{ModelSource, PromptInput, ProviderEntry, RuntimeSettings, parse_model_ref, text_part};
 use super::structured::{STRUCTURED_OUTPUT_INSTRUCTION, StructuredOutput};
 use super::variant::apply_variant;
 
@@ -158,7 +158,7 @@ impl<'a> RequestSources<'a> {
         let mut disabled = disabled_tools(&tool_names, &agent.ruleset);
         if !agent.is_primary() {
             // A subagent does its task itself: it starts no subagents of its own.
-            disabled.insert(super::task::TASK_TOOL.to_owned());
+            disabled.insert(super::agent::TASK_TOOL.to_owned());
         }
         let mut tools: Vec<ToolSpec> = self
             .tools
@@ -189,7 +189,7 @@ impl<'a> RequestSources<'a> {
         }
         Ok(LlmRequest {
             model: catalog.id.clone(),
-            // One system message, the parts joined by a newline, as OpenCode sends it (issue 40).
+            // One system message, the parts joined by a newline, as OpenCode sends it.
             system: vec![
                 system.iter().filter(|part| !part.is_empty()).cloned().collect::<Vec<_>>().join("\n"),
             ],

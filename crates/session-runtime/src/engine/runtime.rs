@@ -2,16 +2,15 @@
 //! driver and compaction share (ids, status, the environment prompt, model lookup).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use session_core::{
-    AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessageId, MessagePath, ModelRef,
-    OutputFormat, Part, PartKind, SessionId, TextPart, TokenUsage, UserMessage, config::CompactionConfig,
-    processor::Processor, processor::ProcessorConfig, retry::RetryConfig,
+    AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessageId, MessagePath,
+    MessageWithParts, ModelRef, OutputFormat, Part, PartKind, SessionId, TokenUsage, UserMessage,
+    processor::Processor, processor::ProcessorConfig,
 };
-use session_llm::{CatalogModel, Provider, ToolSpec};
-use session_store::{Session, Store, WriteBatch};
+use session_llm::{CatalogModel, ToolSpec};
+use session_store::{Store, WriteBatch};
 use session_tools::ToolExecutor;
 
 use super::agent::Agent;
@@ -19,100 +18,13 @@ use super::background::Background;
 use super::bus::{Bus, BusEvent};
 use super::clock::{Clock, Sleeper, SplitMix, random_entropy};
 use super::error::RuntimeError;
+use super::history_mirror::HistoryMirror;
+use super::inputs::{ModelSource, ProviderEntry, RuntimeSettings};
 use super::request::RequestSources;
 use super::runs::{RunTable, lock};
 use super::snapshot::Snapshotter;
 use super::status::SessionStatus;
-use super::summary::Summaries;
-
-/// A provider the runtime can call, with what it needs to know about it.
-#[derive(Clone)]
-pub struct ProviderEntry {
-    /// The provider's client.
-    pub client: Arc<dyn Provider>,
-    /// The AI SDK package naming its wire format (drives history conversion details).
-    pub npm: String,
-    /// Its retry policy (`provider.<id>.options.retry`), if configured.
-    pub retry: Option<RetryConfig>,
-}
-
-impl std::fmt::Debug for ProviderEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderEntry")
-            .field("npm", &self.npm)
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Finds the provider client and the catalog entry for a model.
-pub trait ModelSource: Send + Sync {
-    /// The provider entry for `provider_id`, or `None` when it is not set up.
-    fn provider(&self, provider_id: &str) -> Option<ProviderEntry>;
-    /// The model's limits and prices, or `None` when unknown.
-    fn model(&self, provider_id: &str, model_id: &str) -> Option<CatalogModel>;
-    /// The provider's cheap model for side requests such as titles (its id for
-    /// [`ModelSource::model`]), or `None` when it has none; see
-    /// [`session_llm::small_model`] for the catalog's rule.
-    fn small_model(&self, _provider_id: &str) -> Option<String> {
-        None
-    }
-}
-
-/// Settings of the loop, from configuration.
-#[derive(Debug, Clone)]
-pub struct RuntimeSettings {
-    /// Compaction settings.
-    pub compaction: CompactionConfig,
-    /// `experimental.continue_loop_on_deny`.
-    pub continue_loop_on_deny: bool,
-    /// The output token ceiling (SPEC 6; 32 000 unless configured).
-    pub output_token_max: u64,
-    /// The model used when a prompt names none.
-    pub default_model: ModelRef,
-    /// The project's working tree.
-    pub worktree: PathBuf,
-    /// Extra text for the system prompt (the instruction files, each under its path).
-    pub instructions: Option<String>,
-    /// The agent a prompt that names none runs with; unset means `build`.
-    pub default_agent: Option<String>,
-    /// The commands (`command.<name>` and markdown commands) by name.
-    pub commands: indexmap::IndexMap<String, crate::config::CommandConfig>,
-    /// The skills the system prompt lists (when the executor has the `skill` tool) and the
-    /// marked ones that are also commands.
-    pub skills: Arc<crate::config::SkillSet>,
-    /// The compaction agent's model (`agent.compaction.model`); unset, a summary is written by
-    /// the model of the user message that asked for it (SPEC 10.2 step 3).
-    pub compaction_model: Option<ModelRef>,
-    /// Whether a session's first prompt forks a title request (SPEC 12 step 3); off in
-    /// [`RuntimeSettings::new`], on in `assemble`.
-    pub titles: bool,
-    /// The model for titles (config `small_model`); else the provider's cheap model
-    /// ([`ModelSource::small_model`]), else the session's model.
-    pub small_model: Option<ModelRef>,
-}
-
-/// What the user sends.
-#[derive(Debug, Clone, Default)]
-pub struct PromptInput {
-    /// The message text.
-    pub text: String,
-    /// The agent to use (default: the settings' `default_agent`, else `build`).
-    pub agent: Option<String>,
-    /// The model to use (default from settings).
-    pub model: Option<ModelRef>,
-    /// The model variant (reasoning effort), over the model's and the agent's.
-    pub variant: Option<String>,
-    /// More parts of the user message, after its text: attached files (`session run -f`) and
-    /// the text they were inlined as.
-    pub attachments: Vec<PartKind>,
-    /// The answer's format: a JSON schema makes the model answer through the
-    /// `StructuredOutput` tool and the message carry the result in `structured`.
-    pub format: Option<OutputFormat>,
-    /// The id the user message gets (a client's own, so that it knows the message when it
-    /// comes back); unset, the runtime makes one. It must sort after the session's messages.
-    pub message_id: Option<MessageId>,
-}
+use super::summary::{Summaries, Writer};
 
 /// The handles a runtime is built from; no globals, nothing read from the environment.
 pub(crate) struct RuntimeParts {
@@ -215,32 +127,6 @@ impl Runtime {
         &self.store
     }
 
-    /// Creates a session in the worktree.
-    pub async fn create_session(&self, title: Option<String>) -> Result<Session, RuntimeError> {
-        self.create_session_with_rules(title, Vec::new()).await
-    }
-
-    /// Creates a session in the worktree whose runs also obey `permission`, after the agent's
-    /// rules (OpenCode's session `permission`).
-    pub async fn create_session_with_rules(
-        &self,
-        title: Option<String>,
-        permission: Vec<session_core::permission::Rule>,
-    ) -> Result<Session, RuntimeError> {
-        self.create_session_as(None, title, permission).await
-    }
-
-    /// [`Runtime::create_session_with_rules`] with the id `id` when given (the id a request
-    /// sent ahead names, [`crate::RequestAhead::session_id`]), else one the store mints.
-    pub async fn create_session_as(
-        &self,
-        id: Option<SessionId>,
-        title: Option<String>,
-        permission: Vec<session_core::permission::Rule>,
-    ) -> Result<Session, RuntimeError> {
-        self.start_session(super::SessionStart { id, title, permission, ..Default::default() }).await
-    }
-
     /// Cancels the session's run, if one is going, and returns true; with nothing running it
     /// sets the status idle and returns false (SPEC 11 `cancel`).
     pub fn cancel(&self, session_id: &SessionId) -> bool {
@@ -285,6 +171,32 @@ impl Runtime {
         if idle {
             self.bus.publish(BusEvent::SessionIdle { session_id: session_id.clone() });
         }
+    }
+
+    /// Marks the turn of user message `turn` changed: the next [`Runtime::start_summary`] or
+    /// the run's end computes it.
+    pub(super) fn mark_summary(&self, session_id: &SessionId, turn: &MessageId) {
+        // Without snapshots every diff is empty and nothing would be written: a pass would
+        // only cost a history read after every step.
+        if self.snapshots.is_on() {
+            self.summaries.mark(session_id, turn);
+        }
+    }
+
+    /// Hands `history` (what the run just read) to the session's summary work and makes sure a
+    /// worker computes the marked turns.
+    pub(super) fn start_summary(&self, session_id: &SessionId, history: Arc<Vec<MessageWithParts>>) {
+        self.summaries.start(|| self.summary_writer(), session_id, history);
+    }
+
+    /// Waits for the session's summary work, then computes what is still marked (the run's
+    /// end, with the run's own `history`).
+    pub(super) async fn finish_summaries(&self, session_id: &SessionId, history: &mut HistoryMirror) {
+        self.summaries.finish(self.summary_writer(), session_id, history).await;
+    }
+
+    fn summary_writer(&self) -> Writer {
+        Writer::new(self.store.clone(), self.snapshots.clone(), self.bus.clone())
     }
 
     /// The names of the configured agents, for errors.
@@ -438,15 +350,4 @@ fn callable_tools(offered: &[ToolSpec]) -> Vec<String> {
     }
     names.sort_unstable();
     names
-}
-
-/// A plain text part.
-pub(super) fn text_part(text: &str) -> PartKind {
-    PartKind::Text(TextPart { text: text.to_owned(), ..TextPart::default() })
-}
-
-/// `provider/model` into a model reference.
-pub fn parse_model_ref(reference: &str) -> Option<ModelRef> {
-    let (provider, model) = session_llm::split_model_ref(reference)?;
-    Some(ModelRef { provider_id: provider.to_owned(), model_id: model.to_owned(), variant: None })
 }

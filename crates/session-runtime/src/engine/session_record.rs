@@ -28,6 +28,32 @@ pub struct SessionStart {
 }
 
 impl Runtime {
+    /// Creates a session in the worktree.
+    pub async fn create_session(&self, title: Option<String>) -> Result<Session, RuntimeError> {
+        self.create_session_with_rules(title, Vec::new()).await
+    }
+
+    /// Creates a session in the worktree whose runs also obey `permission`, after the agent's
+    /// rules (OpenCode's session `permission`).
+    pub async fn create_session_with_rules(
+        &self,
+        title: Option<String>,
+        permission: Vec<session_core::permission::Rule>,
+    ) -> Result<Session, RuntimeError> {
+        self.create_session_as(None, title, permission).await
+    }
+
+    /// [`Runtime::create_session_with_rules`] with the id `id` when given (the id a request
+    /// sent ahead names, [`crate::sessions::RequestAhead::session_id`]), else one the store mints.
+    pub async fn create_session_as(
+        &self,
+        id: Option<SessionId>,
+        title: Option<String>,
+        permission: Vec<session_core::permission::Rule>,
+    ) -> Result<Session, RuntimeError> {
+        self.start_session(SessionStart { id, title, permission, ..Default::default() }).await
+    }
+
     /// Creates a session in the worktree with what `start` says.
     pub async fn start_session(&self, start: SessionStart) -> Result<Session, RuntimeError> {
         let worktree = &self.settings.worktree;

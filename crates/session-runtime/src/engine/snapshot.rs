@@ -16,8 +16,7 @@ use session_core::FileDiff;
 use super::snapshot_gc::{HousekeepingReport, SnapshotRetention, SnapshotStoreReport};
 use super::snapshot_repo::SnapshotRepo;
 
-/// Untracked files above this size are left out of snapshots (SPEC 13).
-pub const MAX_UNTRACKED_BYTES: u64 = 2 * 1024 * 1024;
+pub use super::snapshot_repo::MAX_UNTRACKED_BYTES;
 
 /// Tracks the working tree and lists what changed.
 #[async_trait]
@@ -166,6 +165,11 @@ impl GitSnapshotter {
         &self.git_dir
     }
 
+    /// What a housekeeping pass works on.
+    fn gc_target(&self) -> super::snapshot_gc::GcTarget<'_> {
+        super::snapshot_gc::GcTarget { git_dir: &self.git_dir, retention: self.retention, lock: &self.lock }
+    }
+
     /// The snapshot store's size, its cap and when housekeeping last ran.
     pub async fn store_report(&self) -> SnapshotStoreReport {
         SnapshotStoreReport::read(&self.git_dir, self.retention).await
@@ -200,7 +204,7 @@ impl GitSnapshotter {
         };
         // `session run` drives one session on one thread: there a hand-off to the blocking
         // pool costs two thread wake-ups per operation, more than an operation on a stat-cached
-        // tree, while the thread would only wait for it (issue 25). Worker threads serve other
+        // tree, while the thread would only wait for it. Worker threads serve other
         // sessions meanwhile, so there the operation goes to the pool.
         let one_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
@@ -216,7 +220,7 @@ impl GitSnapshotter {
     /// The worktree-relative form of `file`, refused when it is outside the worktree, climbs
     /// with `..`, passes through a symlink (a link inside the repository must not let a
     /// restore or a delete reach a file outside it), or lies in a `.git` folder at any depth
-    /// (snapshots never hold one, so only a forged patch names it; issue 39).
+    /// (snapshots never hold one, so only a forged patch names it).
     fn confined(&self, file: &str) -> Result<String, String> {
         let relative = Path::new(file)
             .strip_prefix(&self.worktree)
@@ -319,11 +323,11 @@ impl Snapshotter for GitSnapshotter {
     }
 
     async fn claim_housekeeping(&self, now_ms: u64) -> Option<u64> {
-        super::snapshot_gc::claim(self, now_ms).await
+        super::snapshot_gc::claim(&self.gc_target(), now_ms).await
     }
 
     async fn housekeep(&self, keep: &[String]) -> Result<HousekeepingReport, String> {
-        super::snapshot_gc::housekeep(self, keep).await
+        super::snapshot_gc::housekeep(&self.gc_target(), keep).await
     }
 
     async fn check_restore(&self, hash: &str, files: &[String]) -> Result<(), String> {

@@ -28,8 +28,24 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use super::snapshot::GitSnapshotter;
 use super::snapshot_repo::is_hash;
+
+/// What a pass works on: a snapshot store's git folder, its retention and the lock its writers
+/// take (borrowed from the snapshotter, which this module does not know).
+pub(super) struct GcTarget<'a> {
+    /// The store's git folder.
+    pub(super) git_dir: &'a Path,
+    /// Its retention policy.
+    pub(super) retention: SnapshotRetention,
+    /// Taken by every write to the store.
+    pub(super) lock: &'a tokio::sync::Mutex<()>,
+}
+
+impl GcTarget<'_> {
+    fn git_dir(&self) -> &Path {
+        self.git_dir
+    }
+}
 
 /// The file in the snapshot git dir holding when the last pass started (epoch ms).
 const STAMP_FILE: &str = "session-housekeeping";
@@ -123,7 +139,7 @@ pub(super) async fn stamp_new_store(git_dir: &Path) {
 
 /// Claims the pass due at `now_ms`: writes the timestamp and returns since when sessions keep
 /// their snapshots, or `None` when the last pass is more recent than the interval.
-pub(super) async fn claim(snapshots: &GitSnapshotter, now_ms: u64) -> Option<u64> {
+pub(super) async fn claim(snapshots: &GcTarget<'_>, now_ms: u64) -> Option<u64> {
     let stamp = snapshots.git_dir().join(STAMP_FILE);
     let retention = snapshots.retention;
     let last = tokio::fs::read_to_string(&stamp).await.ok().and_then(|text| text.trim().parse::<u64>().ok());
@@ -152,7 +168,7 @@ fn millis(duration: Duration) -> u64 {
 
 /// One pass over `snapshots` keeping the trees in `keep` (see the module).
 pub(super) async fn housekeep(
-    snapshots: &GitSnapshotter,
+    snapshots: &GcTarget<'_>,
     keep: &[String],
 ) -> Result<HousekeepingReport, String> {
     let retention = snapshots.retention;
@@ -187,7 +203,7 @@ pub(super) async fn housekeep(
 /// Points [`KEEP_REF`] at a tree holding every tree of `keep` that still exists; returns how
 /// many it holds. Anything that is not a hash is left out (the store's text goes into git's
 /// input).
-async fn keep_ref(snapshots: &GitSnapshotter, keep: &[String]) -> Result<usize, String> {
+async fn keep_ref(snapshots: &GcTarget<'_>, keep: &[String]) -> Result<usize, String> {
     let wanted: BTreeSet<&str> = keep.iter().map(String::as_str).filter(|hash| is_hash(hash)).collect();
     let mut input = String::new();
     for hash in &wanted {
@@ -220,13 +236,13 @@ async fn keep_ref(snapshots: &GitSnapshotter, keep: &[String]) -> Result<usize, 
 
 /// Runs git on the snapshot repository (never with the project as its work tree), through
 /// the runtime's one hardened git command ([`crate::git::hardened_git`]).
-async fn git(snapshots: &GitSnapshotter, args: &[&str]) -> Result<Vec<u8>, String> {
+async fn git(snapshots: &GcTarget<'_>, args: &[&str]) -> Result<Vec<u8>, String> {
     git_with_input(snapshots, args, None).await
 }
 
 /// Runs git with `input` on its standard input.
 async fn git_with_input(
-    snapshots: &GitSnapshotter,
+    snapshots: &GcTarget<'_>,
     args: &[&str],
     input: Option<&[u8]>,
 ) -> Result<Vec<u8>, String> {
@@ -258,7 +274,7 @@ async fn git_with_input(
 }
 
 /// `git gc --prune=<age ago>`.
-async fn gc(snapshots: &GitSnapshotter, age: Duration) -> Result<(), String> {
+async fn gc(snapshots: &GcTarget<'_>, age: Duration) -> Result<(), String> {
     let prune = if age.is_zero() {
         "--prune=now".to_owned()
     } else {

@@ -1,6 +1,6 @@
 //! The snapshot repository's operations in process, through libgit2 (SPEC 13): staging the
 //! worktree with the index's stat cache, writing trees, listing and printing what changed,
-//! restoring files. Blocking calls: [`super::snapshot::GitSnapshotter`] runs them on tokio's
+//! restoring files. Blocking calls: `GitSnapshotter` runs them on tokio's
 //! blocking pool, one at a time.
 //!
 //! One step boundary costs one walk of the worktree that compares each file's stat data with
@@ -14,7 +14,8 @@ use git2::{
 };
 use session_core::{FileDiff, FileStatus, two_files_patch};
 
-use super::snapshot::MAX_UNTRACKED_BYTES;
+/// Untracked files above this size are left out of snapshots (SPEC 13).
+pub const MAX_UNTRACKED_BYTES: u64 = 2 * 1024 * 1024;
 
 /// The largest side of a change whose unified diff a summary keeps (1 MiB).
 const MAX_PATCH_SIDE_BYTES: usize = 1024 * 1024;

@@ -21,7 +21,8 @@ use tokio_util::task::AbortOnDropHandle;
 use super::agent::Agent;
 use super::bus::BusEvent;
 use super::error::RuntimeError;
-use super::runtime::{ProviderEntry, Runtime};
+use super::inputs::ProviderEntry;
+use super::runtime::Runtime;
 use super::status::SessionStatus;
 use super::structured::{STRUCTURED_OUTPUT_TOOL, StructuredOutput};
 
@@ -492,7 +493,7 @@ fn stream_item(item: Option<Result<LlmEvent, LlmError>>, tool_started: bool) -> 
 
 /// `stream` with its request already on its way: a task reads it up to its first event while
 /// the driver commits what is pending (the step's new message, the last step's results), so
-/// the provider's request does not wait for the store (issue 25). Dropping the returned stream
+/// the provider's request does not wait for the store. Dropping the returned stream
 /// stops the task; after the first event the stream is read directly.
 pub(super) fn sent_ahead(mut stream: LlmStream) -> LlmStream {
     let first = AbortOnDropHandle::new(tokio::spawn(async move {

@@ -10,7 +10,7 @@
 //! The loop never waits for a diff; the run waits for the last one before it ends, so every
 //! summary write happens while the run holds the session (a revert, refused while busy, can
 //! never race a write that would bring a removed message back). A pass during the run works on
-//! the history the run itself read at the top of its next step (issue 25: the store is read
+//! the history the run itself read at the top of its next step (the store is read
 //! once per step, not once by the run and again by the worker); the pass at the run's end
 //! works on the run's history brought up to the store (the newest messages only), or on the
 //! worker's own read of the store when that fails. Either way a
@@ -35,7 +35,6 @@ use tokio::task::JoinHandle;
 use super::bus::{Bus, BusEvent};
 use super::history_mirror::HistoryMirror;
 use super::runs::lock;
-use super::runtime::Runtime;
 use super::snapshot::Snapshotter;
 
 /// The summary work of each session.
@@ -93,56 +92,52 @@ impl WorkerState {
 
 /// What a worker computes with.
 #[derive(Clone)]
-struct Writer {
+pub(super) struct Writer {
     store: Arc<dyn Store>,
     snapshots: Arc<dyn Snapshotter>,
     bus: Bus,
 }
 
-impl Runtime {
-    /// The files the session changed, from its first step's snapshot to its last one (or, with
-    /// `turn`, over that user message's turn alone); empty without snapshots.
-    pub async fn session_diff(
-        &self,
-        session_id: &SessionId,
-        turn_id: Option<&MessageId>,
-    ) -> Result<Vec<session_core::FileDiff>, session_store::StoreError> {
-        let history = self.store.load_history(session_id).await?.messages;
-        let span = match turn_id {
-            Some(user_id) => snapshot_span(turn(&history, user_id).iter().copied()),
-            None => snapshot_span(&history),
-        };
-        let Some((from, to)) = span else { return Ok(Vec::new()) };
-        Ok(self.snapshots.diff_trees(from, to).await.map(stored_diffs).unwrap_or_default())
-    }
+/// The files the session changed, from its first step's snapshot to its last one (or, with
+/// `turn_id`, over that user message's turn alone); empty without snapshots.
+pub(super) async fn session_diff(
+    store: &dyn Store,
+    snapshots: &dyn Snapshotter,
+    session_id: &SessionId,
+    turn_id: Option<&MessageId>,
+) -> Result<Vec<FileDiff>, session_store::StoreError> {
+    let history = store.load_history(session_id).await?.messages;
+    let span = match turn_id {
+        Some(user_id) => snapshot_span(turn(&history, user_id).iter().copied()),
+        None => snapshot_span(&history),
+    };
+    let Some((from, to)) = span else { return Ok(Vec::new()) };
+    Ok(snapshots.diff_trees(from, to).await.map(stored_diffs).unwrap_or_default())
+}
 
-    /// The session's todo list, as `todowrite` last left it.
-    pub fn todos(&self, session_id: &SessionId) -> Vec<session_tools::Todo> {
-        self.tools.todos().get(session_id)
-    }
-
-    /// Marks the turn of user message `turn` changed: the next [`Runtime::start_summary`] or
-    /// the run's end computes it.
-    pub(super) fn mark_summary(&self, session_id: &SessionId, turn: &MessageId) {
-        // Without snapshots every diff is empty and nothing would be written: a pass would
-        // only cost a history read after every step.
-        if !self.snapshots.is_on() {
-            return;
-        }
-        lock(&self.summaries.sessions).entry(session_id.clone()).or_default().turns.insert(turn.clone());
+impl Summaries {
+    /// Marks the turn of user message `turn` changed: the next [`Summaries::start`] or the
+    /// run's end computes it.
+    pub(super) fn mark(&self, session_id: &SessionId, turn: &MessageId) {
+        lock(&self.sessions).entry(session_id.clone()).or_default().turns.insert(turn.clone());
     }
 
     /// Hands `history` (what the run just read) to the session's summary work and makes sure a
-    /// worker computes the marked turns.
-    pub(super) fn start_summary(&self, session_id: &SessionId, history: Arc<Vec<MessageWithParts>>) {
-        let mut sessions = lock(&self.summaries.sessions);
+    /// worker (from `writer`) computes the marked turns.
+    pub(super) fn start(
+        &self,
+        writer: impl FnOnce() -> Writer,
+        session_id: &SessionId,
+        history: Arc<Vec<MessageWithParts>>,
+    ) {
+        let mut sessions = lock(&self.sessions);
         let Some(pending) = sessions.get_mut(session_id).filter(|pending| !pending.turns.is_empty()) else {
             return;
         };
         pending.handed = Some(history);
         if pending.worker.as_ref().is_none_or(JoinHandle::is_finished) {
-            let worker = self.summary_writer();
-            let sessions = self.summaries.sessions.clone();
+            let worker = writer();
+            let sessions = self.sessions.clone();
             let session_id = session_id.clone();
             let state = pending.state.clone();
             pending.worker = Some(tokio::spawn(async move {
@@ -162,13 +157,13 @@ impl Runtime {
         }
     }
 
-    /// Waits for the session's summary work, then computes what is still marked: the run's
-    /// end calls it, so the last step's diff is stored before the run lets the session go.
-    /// `history` is the run's own, brought up to the store here for that last pass (a read of
-    /// the newest messages instead of the whole session).
-    pub(super) async fn finish_summaries(&self, session_id: &SessionId, history: &mut HistoryMirror) {
+    /// Waits for the session's summary work, then computes what is still marked with `writer`:
+    /// the run's end calls it, so the last step's diff is stored before the run lets the
+    /// session go. `history` is the run's own, brought up to the store here for that last pass
+    /// (a read of the newest messages instead of the whole session).
+    pub(super) async fn finish(&self, writer: Writer, session_id: &SessionId, history: &mut HistoryMirror) {
         // Taking the entry out stops the worker after its current pass.
-        let Some(pending) = lock(&self.summaries.sessions).remove(session_id) else { return };
+        let Some(pending) = lock(&self.sessions).remove(session_id) else { return };
         if let Some(worker) = pending.worker
             && let Err(error) = worker.await
             && error.is_panic()
@@ -178,19 +173,22 @@ impl Runtime {
         if !pending.turns.is_empty() {
             // The run's last step came after its last read: the store is read here (by the
             // worker itself when the run's history cannot be brought up to date).
-            let handed = match history.refresh(self.store.as_ref(), session_id).await {
+            let handed = match history.refresh(writer.store.as_ref(), session_id).await {
                 Ok(()) => Some(history.shared()),
                 Err(error) => {
                     tracing::debug!(%session_id, %error, "summary diffs: the run's history could not be read");
                     None
                 }
             };
-            self.summary_writer().summarize(session_id, &pending.turns, handed, &pending.state).await;
+            writer.summarize(session_id, &pending.turns, handed, &pending.state).await;
         }
     }
+}
 
-    fn summary_writer(&self) -> Writer {
-        Writer { store: self.store.clone(), snapshots: self.snapshots.clone(), bus: self.bus.clone() }
+impl Writer {
+    /// A writer of summaries into `store`, diffing with `snapshots`, telling `bus`.
+    pub(super) fn new(store: Arc<dyn Store>, snapshots: Arc<dyn Snapshotter>, bus: Bus) -> Self {
+        Self { store, snapshots, bus }
     }
 }
 
@@ -229,7 +227,7 @@ impl Writer {
             let messages = turn(history, user_id);
             let diffs = match snapshot_span(messages.iter().copied()) {
                 // A turn no step started in (its first request failed) changed nothing: its
-                // diffs are empty, and stored so, as OpenCode stores them (issue 40).
+                // diffs are empty, and stored so, as OpenCode stores them.
                 None => Vec::new(),
                 Some((from, to)) => match state.remembered(from, to) {
                     Some(diffs) => stored_diffs(diffs.clone()),

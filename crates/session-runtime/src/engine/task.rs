@@ -20,10 +20,10 @@ use session_tools::{Tool, ToolContext, ToolError, ToolSuccess};
 
 use super::agent::Agent;
 use super::bus::BusEvent;
-use super::runtime::{PromptInput, Runtime, parse_model_ref};
+use super::inputs::{PromptInput, parse_model_ref};
+use super::runtime::Runtime;
 
-/// The tool's name, as OpenCode calls it.
-pub const TASK_TOOL: &str = "task";
+pub use super::agent::TASK_TOOL;
 
 /// The arguments, as OpenCode's task tool takes them.
 #[derive(Debug, Deserialize)]
@@ -109,7 +109,7 @@ impl Tool for TaskTool {
                 "task_id": {"type": "string", "description": "Set only to continue an earlier task: the task_id it returned"},
                 "command": {"type": "string", "description": "The command that triggered this task"}
             },
-            // As OpenCode 1.18.34 offers it (issue 40): `command`, and no additionalProperties.
+            // As OpenCode 1.18.34 offers it: `command`, and no additionalProperties.
             "required": ["description", "prompt", "subagent_type"]
         })
     }

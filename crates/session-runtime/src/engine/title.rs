@@ -15,7 +15,8 @@ use session_store::{SessionPatch, Store};
 use tokio_util::sync::CancellationToken;
 
 use super::bus::{Bus, BusEvent};
-use super::runtime::{ModelSource, Runtime};
+use super::inputs::ModelSource;
+use super::runtime::Runtime;
 
 /// The output tokens a title request may use: a title is a few tokens, and a model that
 /// reasons first gets room for that.

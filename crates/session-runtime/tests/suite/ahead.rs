@@ -1,11 +1,11 @@
 //! A new session's first request sent ahead (`Runtime::send_ahead`, `Runtime::prompt_with`)
 //! against the loopback test server: it leaves before the session exists, the first step uses
 //! its stream when it would send the same request, and drops it when it would not. The
-//! request names its session (issue 40): the session is created with the id it was sent with.
+//! request names its session (as OpenCode's do): the session is created with the id it was sent with.
 
 use session_core::{FinishReason, Message, SessionId, permission::Action, permission::Rule};
 use session_llm::RequestKind;
-use session_runtime::RequestAhead;
+use session_runtime::sessions::RequestAhead;
 use session_testkit::TestServer;
 
 use super::support::{Rig, Setup, eventually, history, http, rig, say, script, text_of};

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use session_core::{ModelCost, overflow::ModelLimit, permission::Action, permission::Rule};
-use session_runtime::{
+use session_runtime::config::{
     AgentMode, ConfigError, ConfigSources, FsResolver, LoadedConfig, Timeout, discover, load, user_config_dir,
 };
 use tempfile::TempDir;
@@ -593,7 +593,7 @@ fn no_files_at_all_is_the_default_config() {
     let tree = Tree::new();
     let loaded = tree.load("repo", None, &[]).unwrap();
     assert_eq!(loaded.files, Vec::<PathBuf>::new());
-    assert_eq!(loaded.config, session_runtime::Config::default());
+    assert_eq!(loaded.config, session_runtime::config::Config::default());
     assert!(loaded.config.snapshot_enabled());
     assert!(!loaded.config.continue_loop_on_deny());
 }

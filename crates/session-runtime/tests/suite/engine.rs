@@ -16,10 +16,11 @@ use session_core::{
     permission::Reply,
 };
 use session_llm::{Api, CatalogModel, LlmError, LlmRequest, LlmStream, Provider};
-use session_runtime::{
-    Agent, BusEvent, ModelSource, NoSnapshots, PromptInput, ProviderEntry, Runtime, RuntimeSettings,
-    SessionStatus, Sleeper, Snapshotter,
-};
+use session_runtime::agents::Agent;
+use session_runtime::clock::Sleeper;
+use session_runtime::sessions::SessionStatus;
+use session_runtime::snapshot::{NoSnapshots, Snapshotter};
+use session_runtime::{BusEvent, ModelSource, PromptInput, ProviderEntry, Runtime, RuntimeSettings};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_tools::{
     PermissionAnswer, PermissionAsker, PermissionEngine, ToolExecutor, Workspace, builtin_registry,
@@ -156,7 +157,7 @@ async fn harness(
     let snapshotter: Arc<dyn Snapshotter> = if snapshots {
         git(&work, &["init", "--quiet"]);
         Arc::new(
-            session_runtime::GitSnapshotter::open(&work, &dir.path().join("data"))
+            session_runtime::snapshot::GitSnapshotter::open(&work, &dir.path().join("data"))
                 .await
                 .expect("git snapshots"),
         )
@@ -330,7 +331,7 @@ async fn a_tool_step_then_a_reply_runs_the_real_tool() {
 }
 
 /// The writes of a burst of stream events, and those carried out before the driver next
-/// waits, make one transaction each (issue 25), and the bus still sees every message before
+/// waits, make one transaction each, and the bus still sees every message before
 /// its parts and each tool part's states in order.
 #[tokio::test]
 async fn a_burst_of_events_is_committed_together_and_published_in_order() {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use session_runtime::{ConfigLayer, Resolver, combine, parse_layer};
+use session_runtime::config::{ConfigLayer, Resolver, combine, parse_layer};
 
 /// The fuzz target's outside world: a few variables, a home and a few files.
 struct FakeResolver {

@@ -1,4 +1,4 @@
-//! Long sessions (issue 18): compaction that keeps a tail, tools that finish after an overflow
+//! Long sessions: compaction that keeps a tail, tools that finish after an overflow
 //! cut, the closing snapshot of a step with slow tools, and the reminder wrap, through the real
 //! processor, store and tools with the in-process scripted provider.
 

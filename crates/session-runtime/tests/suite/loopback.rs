@@ -10,7 +10,8 @@ use session_core::{
     permission::Rule,
 };
 use session_llm::{Fault, FaultKind, FaultScope, RequestKind};
-use session_runtime::{BusEvent, SessionStatus};
+use session_runtime::BusEvent;
+use session_runtime::sessions::SessionStatus;
 use session_testkit::TestServer;
 
 use super::support::{FixedClock, Setup, history, http, is_user, rig, say, script, text_of, tool_states};

@@ -1,4 +1,4 @@
-//! Local MCP servers do not run the project's code (issue 39, item 5): a cloned repository
+//! Local MCP servers do not run the project's code: a cloned repository
 //! holding `./mcp_evil/__main__.py`, or a `node_modules` copy of a package, is not what
 //! `python3 -m mcp_evil` or `npx --no-install <pkg>` from the user's own config starts.
 //! Every server here goes through the real path: the user's config file, `mcp_manager`, the
@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use session_runtime::{RuntimeSetup, TRUST_FILE, TrustList, mcp_manager};
+use session_runtime::RuntimeSetup;
+use session_runtime::config::{TRUST_FILE, TrustList};
+use session_runtime::mcp::mcp_manager;
 
 /// A user (home, config folder, data folder) and a cloned project whose code writes
 /// `marker` when run, as a Python module `mcp_evil` and as the npm package `mcp-evil-pkg`

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use session_runtime::{GitSnapshotter, MAX_UNTRACKED_BYTES, Snapshotter};
+use session_runtime::snapshot::{GitSnapshotter, MAX_UNTRACKED_BYTES, Snapshotter};
 
 use super::support::git;
 

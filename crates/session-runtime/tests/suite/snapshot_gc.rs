@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use session_runtime::{GitSnapshotter, SnapshotRetention, Snapshotter};
+use session_runtime::snapshot::{GitSnapshotter, SnapshotRetention, Snapshotter};
 
 use super::support::git;
 
@@ -140,7 +140,7 @@ async fn spec_13_snapshot_gc_runs_at_most_once_per_interval() {
     assert!(snapshots.claim_housekeeping(now + day).await.is_some());
 }
 
-/// Issue 39, item 3: snapshots (libgit2) and their housekeeping (the one `git` process, built
+/// Snapshots (libgit2) and their housekeeping (the one `git` process, built
 /// hardened) of a project the model booby-trapped run none of its programs; the control runs
 /// plain `git status` there and the traps fire.
 #[tokio::test]

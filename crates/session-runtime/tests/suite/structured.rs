@@ -2,7 +2,8 @@
 
 use serde_json::json;
 use session_core::{FinishReason, Message, MessageError, OutputFormat, PartKind, ToolStatus};
-use session_runtime::{PromptInput, RuntimeError, STRUCTURED_OUTPUT_INSTRUCTION};
+use session_runtime::prompts::STRUCTURED_OUTPUT_INSTRUCTION;
+use session_runtime::{PromptInput, RuntimeError};
 use session_testkit::TestServer;
 
 use super::support::{Setup, eventually, history, http, is_user, rig, say, script, tool_states};
@@ -125,7 +126,7 @@ fn filtered() -> session_llm::Script {
 
 #[tokio::test]
 async fn a_content_filter_finish_ends_the_run_with_a_content_filter_error() {
-    // SPEC 12 step 10, as OpenCode 1.18.34 does it (issue 40), and before the structured-output
+    // SPEC 12 step 10, as OpenCode 1.18.34 does it, and before the structured-output
     // check: a schema's run blocked by the filter fails with the filter's error.
     for input in [say("Tell me"), structured("Tell me")] {
         let server = TestServer::start(filtered()).await.unwrap();

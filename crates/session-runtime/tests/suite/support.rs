@@ -16,10 +16,10 @@ use session_core::{
     permission::Rule,
 };
 use session_llm::{Api, CatalogModel, HttpProvider, Provider, ReqwestTransport};
-use session_runtime::{
-    Agent, Clock, HousekeepingReport, ModelSource, NoSnapshots, ProviderEntry, Runtime, RuntimeSettings,
-    Sleeper, Snapshotter, SystemClock,
-};
+use session_runtime::agents::Agent;
+use session_runtime::clock::{Clock, Sleeper, SystemClock};
+use session_runtime::snapshot::{HousekeepingReport, NoSnapshots, Snapshotter};
+use session_runtime::{ModelSource, ProviderEntry, Runtime, RuntimeSettings};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_testkit::TestServer;
 use session_tools::{
@@ -193,8 +193,9 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
         if !work.join(".git").exists() {
             git(&work, &["init", "--quiet"]);
         }
-        let git =
-            session_runtime::GitSnapshotter::open(&work, &root.join("data")).await.expect("git snapshots");
+        let git = session_runtime::snapshot::GitSnapshotter::open(&work, &root.join("data"))
+            .await
+            .expect("git snapshots");
         Arc::new(Counted { inner: git, tracks: snapshot_tracks.clone() })
     } else {
         Arc::new(NoSnapshots)
@@ -225,7 +226,7 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
 
 /// Real snapshots, counting how often the worktree is staged.
 struct Counted {
-    inner: session_runtime::GitSnapshotter,
+    inner: session_runtime::snapshot::GitSnapshotter,
     tracks: Arc<AtomicUsize>,
 }
 

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use session_runtime::{
-    InstructionSources, RuntimeSetup, configured_agents, instruction_files, instructions_text, load_config,
-    load_layers,
-};
+use session_runtime::RuntimeSetup;
+use session_runtime::agents::configured_agents;
+use session_runtime::config::load_layers;
+use session_runtime::setup::{InstructionSources, instruction_files, instructions_text, load_config};
 
 /// The text of the secret outside the project.
 const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY----- SECRET-KEY-MATERIAL";
@@ -152,7 +152,7 @@ fn a_linked_opencode_folder_is_not_read() {
     assert!(!text.contains("SECRET-KEY-MATERIAL"), "{text}");
     assert!(warnings.contains("leak.md: not read"), "{warnings}");
     // The files were found through the link: only the read refused them.
-    let (sources, resolver) = session_runtime::config_sources(&home.setup());
+    let (sources, resolver) = session_runtime::setup::config_sources(&home.setup());
     let layers = load_layers(&sources, &resolver).unwrap();
     assert!(layers.iter().any(|layer| layer.path.ends_with(".opencode/agent/leak.md")));
 }

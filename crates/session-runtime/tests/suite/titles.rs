@@ -10,7 +10,8 @@ use session_core::{ModelCost, ModelRef, title::TITLE_INSTRUCTION};
 use session_llm::{
     Api, CatalogModel, HttpProvider, LlmError, LlmRequest, LlmStream, Provider, RequestKind, ReqwestTransport,
 };
-use session_runtime::{BusEvent, ProviderEntry, Runtime, RuntimeSettings, StaticModels, title_model};
+use session_runtime::models::title_model;
+use session_runtime::{BusEvent, ProviderEntry, Runtime, RuntimeSettings, StaticModels};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_testkit::TestServer;
 use session_tools::{PermissionEngine, ToolExecutor, Workspace, builtin_registry};

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use session_core::{ModelRef, overflow::ModelLimit, permission::AgentPaths};
 use session_llm::{Api, CatalogModel, HttpProvider, ReqwestTransport, Script};
-use session_runtime::{
-    Agent, Config, GitSnapshotter, LoadedSkill, ModelSource, NoSnapshots, ProviderEntry, Runtime,
-    RuntimeSettings, Skill, SkillScope, SkillSet, Snapshotter,
-};
+use session_runtime::agents::Agent;
+use session_runtime::config::{Config, LoadedSkill, Skill, SkillScope, SkillSet};
+use session_runtime::snapshot::{GitSnapshotter, NoSnapshots, Snapshotter};
+use session_runtime::{ModelSource, ProviderEntry, Runtime, RuntimeSettings};
 use session_server::{Access, BusAsker, ServerParts};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
 use session_testkit::{ApiClient, TestServer};
@@ -100,7 +100,7 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
     settings.compaction = config.compaction.clone();
     settings.commands.insert(
         "greet".to_owned(),
-        session_runtime::CommandConfig {
+        session_runtime::config::CommandConfig {
             template: "Say hello to $ARGUMENTS.".to_owned(),
             ..Default::default()
         },
