@@ -51,6 +51,7 @@ const fn open(case: &'static str, path: &'static str, what: &'static str) -> All
 /// Differences kept on purpose.
 pub(crate) const KEPT: &[Allowed] = &[
     kept("*", "stored/info/version", "The program's own version"),
+    kept("*", "printed/*/body/version", "The program's own version"),
     kept("*", "sent/*/*/headers/user-agent", "User-Agent names session"),
     kept("*", "stored/messages/*/parts/*/state/metadata/sandbox", "Command sandbox metadata"),
     kept("*", "printed/*/lines/*/part/state/metadata/sandbox", "Command sandbox metadata"),
@@ -75,6 +76,7 @@ const fn race(case: &'static str, path: &'static str, what: &'static str) -> All
 pub(crate) const RACES: &[Allowed] = &[
     race("write_file", "stored/messages/0/info/summary/diffs", "the user message's diff summary"),
     race("edit_file", "stored/messages/0/info/summary/diffs", "the user message's diff summary"),
+    race("structured_output", "stored/messages/0/info/summary", "the user message's diff summary"),
 ];
 
 /// Whether OpenCode's side of a difference is empty (nothing, `[]`, `{}`), as a lost race leaves it.

@@ -1,7 +1,6 @@
 //! Sleeping and seeding, injected so tests run backoff without waiting. The clock trait is
 //! session-core's and the system clock session-store's: one of each in the workspace.
 
-use std::hash::{BuildHasher as _, Hasher as _};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -26,11 +25,8 @@ impl Sleeper for TokioSleeper {
     }
 }
 
-/// A generator seeded from the standard library's randomly keyed hasher and `salt` (the
-/// time, say): enough for id suffixes and retry jitter, with no extra crate.
+/// A generator seeded at random with `salt` mixed in: [`SplitMix::random`], the one seeding
+/// of the workspace.
 pub fn random_entropy(salt: u64) -> SplitMix {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(salt);
-    hasher.write_u32(std::process::id());
-    SplitMix::new(hasher.finish())
+    SplitMix::random(salt)
 }

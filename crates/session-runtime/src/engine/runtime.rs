@@ -2,10 +2,10 @@
 //! driver and compaction share (ids, status, the environment prompt, model lookup).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use session_core::{
-    AssistantMessage, AssistantTime, CreatedTime, IdGenerator, Message, MessageId, MessagePath,
+    AssistantMessage, AssistantTime, CreatedTime, IdSource, Message, MessageId, MessagePath,
     MessageWithParts, ModelRef, OutputFormat, Part, PartKind, SessionId, TokenUsage, UserMessage,
     processor::Processor, processor::ProcessorConfig,
 };
@@ -16,12 +16,12 @@ use session_tools::ToolExecutor;
 use super::agent::Agent;
 use super::background::Background;
 use super::bus::{Bus, BusEvent};
-use super::clock::{Clock, Sleeper, SplitMix, random_entropy};
+use super::clock::{Clock, Sleeper, SplitMix};
 use super::error::RuntimeError;
 use super::history_mirror::HistoryMirror;
 use super::inputs::{ModelSource, ProviderEntry, RuntimeSettings};
 use super::request::RequestSources;
-use super::runs::{RunTable, lock};
+use super::runs::RunTable;
 use super::snapshot::Snapshotter;
 use super::status::SessionStatus;
 use super::summary::{Summaries, Writer};
@@ -62,7 +62,7 @@ pub struct Runtime {
     pub(super) background: Background,
     /// Summary diffs being computed, per session.
     pub(super) summaries: Summaries,
-    ids: Mutex<(IdGenerator, SplitMix)>,
+    ids: IdSource,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -74,7 +74,7 @@ impl std::fmt::Debug for Runtime {
 impl Runtime {
     /// A runtime over `parts`; [`Runtime::builder`] is the public way to make one.
     pub(crate) fn new(parts: RuntimeParts) -> Self {
-        let entropy = random_entropy(parts.clock.now_ms());
+        let ids = IdSource::random(parts.clock.now_ms());
         Self {
             store: parts.store,
             models: parts.models,
@@ -88,7 +88,7 @@ impl Runtime {
             runs: RunTable::default(),
             background: Background::default(),
             summaries: Summaries::default(),
-            ids: Mutex::new((IdGenerator::new(), entropy)),
+            ids,
         }
     }
 
@@ -155,14 +155,11 @@ impl Runtime {
     }
 
     pub(super) fn next_id<T: session_core::Identifier>(&self) -> T {
-        let now = self.clock.now_ms();
-        let mut ids = lock(&self.ids);
-        let (generator, entropy) = &mut *ids;
-        generator.next(now, entropy)
+        self.ids.next(self.clock.now_ms())
     }
 
     pub(super) fn jitter(&self) -> f64 {
-        session_core::Entropy::unit(&mut lock(&self.ids).1)
+        self.ids.unit()
     }
 
     pub(super) fn set_status(&self, session_id: &SessionId, status: SessionStatus) {
@@ -237,7 +234,7 @@ impl Runtime {
                 continue_loop_on_deny: self.settings.continue_loop_on_deny,
                 offered_tools: Some(callable_tools(offered)),
             },
-            Box::new(random_entropy(self.clock.now_ms())),
+            Box::new(SplitMix::random(self.clock.now_ms())),
         )
     }
 

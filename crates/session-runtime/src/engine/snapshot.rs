@@ -43,8 +43,9 @@ pub trait Snapshotter: Send + Sync {
     async fn check_restore(&self, _hash: &str, _files: &[String]) -> Result<(), String> {
         Ok(())
     }
-    /// The unified diff from the tree at `hash` to the working tree now, or `None` when
-    /// snapshots are off or git failed.
+    /// The unified diff from the tree at `hash` to the working tree now, without the final
+    /// newline (OpenCode stores git's output trimmed), or `None` when snapshots are off or git
+    /// failed.
     async fn diff(&self, _hash: &str) -> Option<String> {
         None
     }
@@ -302,7 +303,7 @@ impl Snapshotter for GitSnapshotter {
         let _writing = self.lock.lock().await;
         let hash = hash.to_owned();
         match self.with_repo(move |repo| repo.diff_text(&hash)).await {
-            Ok(text) => Some(text),
+            Ok(text) => Some(text.trim().to_owned()),
             Err(error) => {
                 tracing::warn!(%error, "snapshot: diff failed");
                 None

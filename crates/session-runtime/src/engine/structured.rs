@@ -25,7 +25,8 @@ a reply in plain text is not accepted.";
 const TOOL_DESCRIPTION: &str = "Returns the final answer as JSON matching the requested schema. Call it \
 once, when the answer is complete; the call ends the task.";
 
-const CAPTURED: &str = "Structured output captured.";
+/// What the model reads after a valid call, in OpenCode 1.18.34's words (a client shows it).
+const CAPTURED: &str = "Structured output captured successfully.";
 
 /// The error a finished reply without structured output gets (SPEC 12 step 10).
 pub fn missing_output_error() -> MessageError {
@@ -77,7 +78,10 @@ impl StructuredOutput {
         let problems = schema_problems(&self.validator, &value);
         if problems.is_empty() {
             *lock(&self.captured) = Some(value);
-            let output = ToolSuccess::new("Structured output", CAPTURED, JsonObject::new()).into_output();
+            // OpenCode's title and `valid` flag, which its clients read.
+            let mut metadata = JsonObject::new();
+            metadata.insert("valid".to_owned(), Value::Bool(true));
+            let output = ToolSuccess::new("Structured Output", CAPTURED, metadata).into_output();
             ToolSettlement::Completed { call_id, output }
         } else {
             let message = format!(
@@ -118,7 +122,7 @@ mod tests {
         .unwrap();
         match output.capture("c1".into(), object(json!({"answer": 42}))) {
             ToolSettlement::Completed { call_id, output } => {
-                assert_eq!((call_id.as_str(), output.title.as_str()), ("c1", "Structured output"))
+                assert_eq!((call_id.as_str(), output.title.as_str()), ("c1", "Structured Output"))
             }
             other => panic!("expected a result, got {other:?}"),
         }
