@@ -456,6 +456,23 @@ mod tests {
         assert_eq!(ask.tool, Some(ToolCallRef { message_id: id("msg_1"), call_id: "call_1".into() }));
     }
 
+    /// Each bus event as `/event` sends it (`id` aside), byte for byte.
+    #[test]
+    fn every_bus_event_has_its_pinned_wire_json() {
+        let lines: Vec<String> = crate::testdata::bus_events::every_bus_event()
+            .iter()
+            .flat_map(|event| wire_lines(event, 7))
+            .collect();
+        insta::assert_snapshot!("bus_events_on_the_wire", lines.join("\n"));
+    }
+
+    fn wire_lines(event: &BusEvent, now_ms: u64) -> Vec<String> {
+        wire_events(event, now_ms)
+            .into_iter()
+            .map(|(kind, properties)| json!({"id": "evt_1", "type": kind, "properties": properties}).to_string())
+            .collect()
+    }
+
     #[test]
     fn event_ids_are_distinct_and_ascend() {
         let ids = EventIds::new(1_700_000_000_000);

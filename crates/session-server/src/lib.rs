@@ -39,6 +39,8 @@ mod providers;
 mod routes;
 mod session_extra;
 mod session_info;
+#[cfg(test)]
+mod testdata;
 
 use std::sync::Arc;
 

@@ -453,3 +453,13 @@ pub(crate) fn document() -> Value {
     }
     doc
 }
+
+#[cfg(test)]
+mod tests {
+    /// The served document, byte for byte: a change to it is reviewed in the snapshot's diff.
+    #[test]
+    fn the_document_is_pinned() {
+        let text = serde_json::to_string_pretty(&super::document()).unwrap_or_default();
+        insta::assert_snapshot!("openapi_document", text);
+    }
+}
