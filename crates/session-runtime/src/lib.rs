@@ -26,6 +26,7 @@ mod compose;
 mod config;
 mod engine;
 pub mod git;
+pub mod wire;
 
 pub use compose::{
     Assembled, AttachError, ComposeError, ConfiguredModels, InstructionSources, MAX_ATTACHMENT_BYTES,

@@ -1,183 +1,19 @@
-//! The providers and models clients pick from, in OpenCode 1.18's `Provider` and `Model`
-//! shapes (`GET /config/providers`, `GET /provider`) and its v2 shapes (`GET /api/provider`,
-//! `GET /api/model`). The caller (the `session serve` command) lists the providers this
-//! server can call, from the catalog with the configuration laid over it.
+//! The providers and models clients pick from: OpenCode 1.18's shapes (`GET /config/providers`,
+//! `GET /provider`) and its v2 shapes (`GET /api/provider`, `GET /api/model`).
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
-use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use session_llm::CatalogModel;
 
-use crate::AppState;
+use super::Shared;
 use crate::error::ServerError;
-use crate::project::{Located, LocationQuery};
-use crate::routes::{DirectoryQuery, query};
-
-type Shared = State<Arc<AppState>>;
-
-/// A provider this server can call, with its models, as a client lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClientProvider {
-    /// The provider id (`openai`, or a configured one).
-    pub id: String,
-    /// Its display name.
-    pub name: String,
-    /// Where its setup comes from.
-    pub source: ProviderSource,
-    /// The environment variables its key is read from.
-    pub env: Vec<String>,
-    /// Provider options; never the key or headers, so always empty here.
-    pub options: Map<String, Value>,
-    /// Its models by id.
-    pub models: BTreeMap<String, ClientModel>,
-}
-
-/// Where a provider's setup comes from, in OpenCode's terms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderSource {
-    /// Its key is in the environment.
-    Env,
-    /// The configuration sets it up.
-    Config,
-    /// Only the configuration knows it.
-    Custom,
-}
-
-/// A model in OpenCode 1.18's `Model` shape.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClientModel {
-    id: String,
-    #[serde(rename = "providerID")]
-    provider_id: String,
-    api: ModelApi,
-    name: String,
-    capabilities: Capabilities,
-    cost: ClientCost,
-    limit: ClientLimit,
-    status: String,
-    options: Map<String, Value>,
-    headers: BTreeMap<String, String>,
-    #[serde(rename = "release_date")]
-    release_date: String,
-    /// Reasoning efforts a prompt may ask for (`variant`); empty objects, as OpenCode's
-    /// variants carry provider options this server derives itself.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    variants: BTreeMap<String, Map<String, Value>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-struct ModelApi {
-    id: String,
-    url: String,
-    npm: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-struct Capabilities {
-    temperature: bool,
-    reasoning: bool,
-    attachment: bool,
-    toolcall: bool,
-    input: Modalities,
-    output: Modalities,
-    interleaved: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-struct Modalities {
-    text: bool,
-    audio: bool,
-    image: bool,
-    video: bool,
-    pdf: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-struct ClientCost {
-    input: f64,
-    output: f64,
-    cache: CacheCost,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-struct CacheCost {
-    read: f64,
-    write: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-struct ClientLimit {
-    context: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    input: Option<u64>,
-    output: u64,
-}
-
-/// The reasoning efforts this server sends for a reasoning model (see the runtime's variants).
-const VARIANTS: [&str; 3] = ["low", "medium", "high"];
-
-fn price(value: Decimal) -> f64 {
-    // The decimal's own text parses to the nearest f64.
-    f64::from_str(&value.to_string()).unwrap_or(0.0)
-}
-
-impl ClientModel {
-    /// Lists the model under `id` (the id a client sends back), keeping how it is called.
-    pub fn set_id(&mut self, id: &str) {
-        id.clone_into(&mut self.id);
-    }
-
-    /// `model` of `provider_id`, called at `url` with the AI SDK package `npm`.
-    pub fn new(provider_id: &str, npm: &str, url: &str, model: &CatalogModel) -> Self {
-        let text_only = Modalities { text: true, audio: false, image: false, video: false, pdf: false };
-        let input = Modalities { image: model.attachment, pdf: model.attachment, ..text_only };
-        let output = Modalities { text: model.text_output, ..text_only };
-        let variants = if model.reasoning {
-            VARIANTS.iter().map(|v| ((*v).to_owned(), Map::new())).collect()
-        } else {
-            BTreeMap::new()
-        };
-        Self {
-            id: model.id.clone(),
-            provider_id: provider_id.to_owned(),
-            api: ModelApi { id: model.id.clone(), url: url.to_owned(), npm: npm.to_owned() },
-            name: model.name.clone(),
-            capabilities: Capabilities {
-                temperature: model.temperature,
-                reasoning: model.reasoning,
-                attachment: model.attachment,
-                toolcall: model.tool_call,
-                input,
-                output,
-                interleaved: false,
-            },
-            cost: ClientCost {
-                input: price(model.cost.input),
-                output: price(model.cost.output),
-                cache: CacheCost { read: price(model.cost.cache.read), write: price(model.cost.cache.write) },
-            },
-            limit: ClientLimit {
-                context: model.limit.context,
-                input: model.limit.input,
-                output: model.limit.output,
-            },
-            status: model.status.clone().unwrap_or_else(|| "active".to_owned()),
-            options: Map::new(),
-            headers: BTreeMap::new(),
-            release_date: String::new(),
-            variants,
-        }
-    }
-}
+use crate::extract::{DirectoryQuery, Located, LocationQuery, query};
+use crate::info::{ClientCost, ClientLimit, ClientModel, ClientProvider, Modalities};
+use crate::state::AppState;
 
 /// `GET /config/providers` and `GET /provider` answer the same list with the default model
 /// of each provider (the configured default for its provider, else its first model).
@@ -223,7 +59,7 @@ pub(crate) async fn config_providers(
 }
 
 /// `GET /provider`.
-pub(crate) async fn provider_list(
+pub(crate) async fn list(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ServerError> {
@@ -238,7 +74,7 @@ pub(crate) async fn provider_list(
 
 /// `GET /provider/auth`: no provider can be signed in to through this server (keys come from
 /// the environment and the configuration), so no provider has a method.
-pub(crate) async fn provider_auth(
+pub(crate) async fn auth(
     q: Result<Query<DirectoryQuery>, QueryRejection>,
 ) -> Result<Json<BTreeMap<String, Vec<Value>>>, ServerError> {
     query(q)?;
@@ -326,7 +162,7 @@ fn v2_api(model: &ClientModel, with_id: bool) -> V2Api {
 }
 
 /// `GET /api/provider`.
-pub(crate) async fn v2_providers(
+pub(crate) async fn list_v2(
     State(state): Shared,
     q: Result<Query<LocationQuery>, QueryRejection>,
 ) -> Result<Json<Located<Vec<ProviderV2>>>, ServerError> {
@@ -345,11 +181,11 @@ pub(crate) async fn v2_providers(
             request: V2Request::default(),
         })
         .collect();
-    Ok(Json(Located::new(&state, data)))
+    Ok(Json(Located::new(state.runtime.worktree(), data)))
 }
 
 /// `GET /api/model`.
-pub(crate) async fn v2_models(
+pub(crate) async fn models_v2(
     State(state): Shared,
     q: Result<Query<LocationQuery>, QueryRejection>,
 ) -> Result<Json<Located<Vec<ModelV2>>>, ServerError> {
@@ -382,5 +218,5 @@ pub(crate) async fn v2_models(
             limit: model.limit.clone(),
         })
         .collect();
-    Ok(Json(Located::new(&state, data)))
+    Ok(Json(Located::new(state.runtime.worktree(), data)))
 }

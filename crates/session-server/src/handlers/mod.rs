@@ -1,0 +1,42 @@
+//! The request handlers, one module per resource, with OpenCode's paths and JSON bodies. The
+//! route table (`crate::routes`) says which handler answers which method and path.
+
+pub(crate) mod agent;
+pub(crate) mod command;
+pub(crate) mod config;
+pub(crate) mod event;
+pub(crate) mod file;
+pub(crate) mod mcp;
+pub(crate) mod message;
+pub(crate) mod permission;
+pub(crate) mod project;
+mod prompt;
+pub(crate) mod provider;
+pub(crate) mod question;
+pub(crate) mod session;
+pub(crate) mod skill;
+pub(crate) mod unsupported;
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use session_core::SessionId;
+use session_store::Session;
+
+use crate::error::ServerError;
+use crate::extract::parse_id;
+use crate::state::AppState;
+
+/// The state every handler is given.
+type Shared = State<Arc<AppState>>;
+
+/// Parses the session id and checks that the session exists.
+pub(crate) async fn find_session(state: &AppState, id: &str) -> Result<Session, ServerError> {
+    let id: SessionId = parse_id(id, "id")?;
+    state.store.get_session(&id).await.map_err(|error| match error {
+        session_store::StoreError::NotFound { .. } => {
+            ServerError::NotFound(format!("session {id} not found"))
+        }
+        other => other.into(),
+    })
+}
