@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use session_core::{Message, PartKind, ToolState};
+use session_runtime::wire::Event;
 use session_runtime::{BusEvent, Clock as _, SessionStatus, SystemClock};
 
 use crate::terminal::clean;
@@ -47,7 +48,7 @@ impl<W: Write> Renderer<W> {
     /// Shows one event.
     pub fn event(&mut self, event: &BusEvent) -> std::io::Result<()> {
         if self.format == OutputFormat::Json {
-            let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+            let line = serde_json::to_string(&Event::bus(event)).map_err(std::io::Error::other)?;
             writeln!(self.out, "{line}")?;
             return self.out.flush();
         }

@@ -10,7 +10,6 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use serde::Serialize;
 use session_core::{MessageError, Part, PartId, PartKind, SessionId, ToolStatus};
 use session_runtime::{BusEvent, Clock as _, SystemClock};
 
@@ -97,41 +96,10 @@ impl<W: Write> RunOutput<W> {
 }
 
 /// The `type` of a line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LineKind {
-    /// A step began (its `step-start` part).
-    StepStart,
-    /// A text part ended.
-    Text,
-    /// A reasoning part ended (with `--thinking` only).
-    Reasoning,
-    /// A tool call completed or failed.
-    ToolUse,
-    /// A step finished (its `step-finish` part: reason, tokens, cost).
-    StepFinish,
-    /// The session reported an error.
-    Error,
-}
+pub use session_runtime::wire::RunLineKind as LineKind;
 
 /// One line of output, borrowed from the event it shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Line<'a> {
-    /// What the line shows.
-    #[serde(rename = "type")]
-    pub kind: LineKind,
-    /// When the line was written, in milliseconds since the epoch.
-    pub timestamp: u64,
-    /// The run's session.
-    #[serde(rename = "sessionID")]
-    pub session_id: &'a SessionId,
-    /// The part shown (every kind but `error`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub part: Option<&'a Part>,
-    /// The error (`error` lines only), as `{name, data}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<&'a MessageError>,
-}
+pub use session_runtime::wire::RunLine as Line;
 
 /// Picks, from the bus, the events OpenCode's `run --format json` shows, and writes them.
 #[derive(Debug)]
@@ -395,7 +363,7 @@ mod tests {
     fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
         serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
     }
-    
+
     /// Every kind of bus event, each with its optional fields filled.
     fn every_bus_event() -> Vec<BusEvent> {
         let session: session_store::Session = from(json!({
@@ -421,7 +389,9 @@ mod tests {
             BusEvent::SessionUpdated { info: Box::new(session) },
             BusEvent::SessionDiff {
                 session_id: id(),
-                diff: from(json!([{"file": "src/a.rs", "additions": 2, "deletions": 1, "status": "modified"}])),
+                diff: from(
+                    json!([{"file": "src/a.rs", "additions": 2, "deletions": 1, "status": "modified"}]),
+                ),
             },
             BusEvent::SessionStatus { session_id: id(), status: SessionStatus::Busy },
             BusEvent::SessionStatus {
