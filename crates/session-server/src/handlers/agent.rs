@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use session_core::permission::Rule;
 use session_runtime::{Agent, AgentMode, parse_model_ref};
 
-use super::Shared;
+use axum::response::Response;
+
+use super::{Shared, json_response};
 use crate::error::ServerError;
 use crate::extract::{DirectoryQuery, Located, LocationQuery, query};
 
@@ -77,13 +79,13 @@ impl<'a> From<&'a Agent> for AgentInfo<'a> {
 pub(crate) async fn list(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let default = state.runtime.default_agent();
     let mut list: Vec<&Agent> = state.runtime.agents().collect();
     list.sort_by_key(|agent| agent.name != default);
     let body: Vec<AgentInfo<'_>> = list.into_iter().map(AgentInfo::from).collect();
-    serde_json::to_value(body).map(Json).map_err(|e| ServerError::Internal(e.to_string()))
+    json_response(&body)
 }
 
 /// The v2 `ModelRef`.

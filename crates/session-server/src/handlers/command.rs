@@ -6,11 +6,12 @@ use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use serde::Serialize;
-use serde_json::Value;
 use session_runtime::{CommandConfig, LoadedSkill};
 
-use super::Shared;
+use axum::response::Response;
+
 use super::agent::{ModelRefV2, model_ref_v2};
+use super::{Shared, json_response};
 use crate::error::ServerError;
 use crate::extract::{DirectoryQuery, Located, LocationQuery, query};
 use crate::state::AppState;
@@ -101,7 +102,7 @@ fn skill_commands(state: &AppState) -> Vec<(&LoadedSkill, String)> {
 pub(crate) async fn list(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let skills = skill_commands(&state);
     let body: Vec<CommandInfo<'_>> = state
@@ -111,7 +112,7 @@ pub(crate) async fn list(
         .map(|(name, command)| CommandInfo::new(name, command))
         .chain(skills.iter().map(|(skill, template)| CommandInfo::skill(skill, template)))
         .collect();
-    serde_json::to_value(body).map(Json).map_err(|e| ServerError::Internal(e.to_string()))
+    json_response(&body)
 }
 
 /// The v2 `CommandV2Info`.

@@ -20,6 +20,9 @@ pub(crate) mod unsupported;
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use session_core::SessionId;
 use session_store::Session;
 
@@ -39,4 +42,12 @@ pub(crate) async fn find_session(state: &AppState, id: &str) -> Result<Session, 
         }
         other => other.into(),
     })
+}
+
+/// `value` as a JSON response, serialized once (for bodies that borrow from the state, which a
+/// handler cannot return inside `Json`).
+fn json_response<T: Serialize>(value: &T) -> Result<Response, ServerError> {
+    let body = serde_json::to_vec(value).map_err(|error| ServerError::Internal(error.to_string()))?;
+    let content_type = HeaderValue::from_static(mime::APPLICATION_JSON.as_ref());
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
 }

@@ -9,7 +9,9 @@ use axum::extract::{Query, State};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Shared;
+use axum::response::Response;
+
+use super::{Shared, json_response};
 use crate::error::ServerError;
 use crate::extract::{DirectoryQuery, Located, LocationQuery, query};
 use crate::info::{ClientCost, ClientLimit, ClientModel, ClientProvider, Modalities};
@@ -52,24 +54,24 @@ fn defaults(state: &AppState) -> BTreeMap<&str, &str> {
 pub(crate) async fn config_providers(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let body = ConfigProviders { providers: &state.info.providers, default: defaults(&state) };
-    serde_json::to_value(body).map(Json).map_err(|e| ServerError::Internal(e.to_string()))
+    json_response(&body)
 }
 
 /// `GET /provider`.
 pub(crate) async fn list(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let body = ProviderList {
         all: &state.info.providers,
         default: defaults(&state),
         connected: state.info.providers.iter().map(|p| p.id.as_str()).collect(),
     };
-    serde_json::to_value(body).map(Json).map_err(|e| ServerError::Internal(e.to_string()))
+    json_response(&body)
 }
 
 /// `GET /provider/auth`: no provider can be signed in to through this server (keys come from

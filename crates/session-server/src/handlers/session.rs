@@ -15,7 +15,9 @@ use session_runtime::{BusEvent, PromptInput, SessionStart, SessionStatus};
 use session_store::{ListSessions, NewSession, SessionPatch};
 use session_tools::Todo;
 
-use super::{Shared, find_session};
+use axum::response::Response;
+
+use super::{Shared, find_session, json_response};
 use crate::body::{JsonBody, parse_body};
 use crate::error::ServerError;
 use crate::extract::{DirectoryQuery, parse_id, query};
@@ -238,7 +240,7 @@ pub(crate) async fn children(
     State(state): Shared,
     Path(id): Path<String>,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let parent = find_session(&state, &id).await?;
     let mut query = ListSessions { limit: 1000, ..ListSessions::default() };
@@ -251,7 +253,7 @@ pub(crate) async fn children(
             None => break,
         }
     }
-    Ok(Json(serde_json::to_value(children).map_err(|error| ServerError::Internal(error.to_string()))?))
+    json_response(&children)
 }
 
 /// `GET /session/{id}/todo`.

@@ -1,14 +1,14 @@
 //! The skills the runtime loaded: `GET /skill` in OpenCode 1.18's shape and `GET /api/skill`
 //! in the v2 one (with `slash`).
 
-use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use serde::Serialize;
-use serde_json::Value;
 use session_runtime::LoadedSkill;
 
-use super::Shared;
+use axum::response::Response;
+
+use super::{Shared, json_response};
 use crate::error::ServerError;
 use crate::extract::{DirectoryQuery, Located, LocationQuery, query};
 
@@ -39,22 +39,20 @@ impl<'a> SkillInfo<'a> {
 pub(crate) async fn list(
     State(state): Shared,
     q: Result<Query<DirectoryQuery>, QueryRejection>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let body: Vec<SkillInfo<'_>> =
         state.runtime.skills().skills().iter().map(|skill| SkillInfo::new(skill, false)).collect();
-    serde_json::to_value(body).map(Json).map_err(|e| ServerError::Internal(e.to_string()))
+    json_response(&body)
 }
 
 /// `GET /api/skill`: the skills the runtime loaded, by name.
 pub(crate) async fn list_v2(
     State(state): Shared,
     q: Result<Query<LocationQuery>, QueryRejection>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Response, ServerError> {
     query(q)?;
     let data: Vec<SkillInfo<'_>> =
         state.runtime.skills().skills().iter().map(|skill| SkillInfo::new(skill, true)).collect();
-    serde_json::to_value(Located::new(state.runtime.worktree(), data))
-        .map(Json)
-        .map_err(|e| ServerError::Internal(e.to_string()))
+    json_response(&Located::new(state.runtime.worktree(), data))
 }
