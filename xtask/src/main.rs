@@ -10,6 +10,7 @@ mod bench;
 mod crash;
 
 mod docs;
+mod layout;
 mod release;
 mod toolchain;
 
@@ -72,11 +73,12 @@ fn main() -> Result<()> {
         Some("bench") => bench::main(&root, &args[1..]),
         Some("vendor-check") => check_vendored(&root),
         Some("purity") => check_purity(&root),
+        Some("layout") => layout::check(&root),
         Some("release") => release::main(&root, &args[1..]),
         Some("docs") => docs::main(&root, &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|bench|vendor-check|purity|release VERSION [--execute]|docs [--write]>"
+                "usage: cargo xtask <ci|bench|vendor-check|purity|layout|release VERSION [--execute]|docs [--write]>"
             );
             bail!("unknown or missing command")
         }
@@ -94,6 +96,7 @@ fn ci(root: &Path) -> Result<()> {
     step("rustc is the declared rust-version", || toolchain::check(root))?;
     step("vendored data equals ../shared", || check_vendored(root))?;
     step("session-core purity", || check_purity(root))?;
+    step("layout", || layout::check(root))?;
     step("rustfmt", || run(root, "cargo", &["fmt", "--all", "--", "--check"], &[]))?;
     step("clippy", || {
         run(root, "cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], &[])
