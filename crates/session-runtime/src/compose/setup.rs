@@ -12,7 +12,7 @@ use session_llm::Catalog;
 use session_mcp::{McpManager, SandboxAt};
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{
-    PermissionAsker, PermissionEngine, Sandbox, SkillTool, ToolExecutor, ToolOutputDir, Workspace,
+    PermissionAsker, PermissionEngine, QuestionTool, Sandbox, SkillTool, ToolExecutor, ToolOutputDir, Workspace,
     builtin_registry,
 };
 
@@ -27,7 +27,7 @@ use crate::config::{
 };
 use crate::engine::{
     GitSnapshotter, ModelSource, NoSnapshots, PromptInput, RequestAhead, RequestSources, Runtime,
-    RuntimeSettings, Snapshotter, SystemClock, TaskTool, parse_model_ref,
+    Questions, RuntimeSettings, Snapshotter, SystemClock, TaskTool, parse_model_ref,
 };
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.
@@ -305,6 +305,11 @@ pub async fn assemble_sending(
     // session-tools' skill tool).
     registry.register_builtin(task.clone());
     registry.register_builtin(Arc::new(SkillTool::new(skills.tool_skills())));
+    // Questions wait in the runtime's table until a client answers (the server's routes, the
+    // terminal UI, `session run` on a terminal); the agents' `question` rule turns the tool
+    // off where nobody would (`session run` without a terminal denies it).
+    let questions = Questions::new();
+    registry.register_builtin(Arc::new(QuestionTool::new(questions.clone())));
     // MCP servers start when the first model request needs tools, not here.
     // Local servers whose config says `sandbox: true` run under the same sandbox.
     let mcp = Arc::new(McpManager::confined(mcp_specs(&config, setup, &sources)?, at));
@@ -375,6 +380,7 @@ pub async fn assemble_sending(
         .models(models)
         .snapshots(snapshots)
         .agents(agents)
+        .questions(questions)
         .build();
     let runtime = Arc::new(runtime);
     task.attach(&runtime);

@@ -3,12 +3,13 @@
 use serde::Serialize;
 use session_core::{
     AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, SessionId,
-    permission::PermissionAsk, permission::Reply, permission::Resolution,
+    QuestionId, permission::PermissionAsk, permission::Reply, permission::Resolution,
 };
 use session_store::Session;
 use session_tools::Todo;
 use tokio::sync::broadcast;
 
+use super::question::QuestionRequest;
 use super::status::SessionStatus;
 
 /// One bus event, serialized as `{"type": "...", "properties": {...}}` like OpenCode's.
@@ -145,6 +146,31 @@ pub enum BusEvent {
         /// The answer.
         response: Reply,
     },
+    /// The `question` tool is waiting for the user's answers.
+    #[serde(rename = "question.asked")]
+    QuestionAsked(Box<QuestionRequest>),
+    /// A question was answered.
+    #[serde(rename = "question.replied")]
+    QuestionReplied {
+        /// The asking session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The answered question.
+        #[serde(rename = "requestID")]
+        request_id: QuestionId,
+        /// One list of labels (or typed text) per question, in order.
+        answers: Vec<Vec<String>>,
+    },
+    /// A question was dismissed, or withdrawn when its call was aborted.
+    #[serde(rename = "question.rejected")]
+    QuestionRejected {
+        /// The asking session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The dismissed question.
+        #[serde(rename = "requestID")]
+        request_id: QuestionId,
+    },
 }
 
 impl BusEvent {
@@ -166,6 +192,9 @@ impl BusEvent {
             Self::TodoUpdated { .. } => "todo.updated",
             Self::PermissionAsked(_) => "permission.asked",
             Self::PermissionReplied { .. } => "permission.replied",
+            Self::QuestionAsked(_) => "question.asked",
+            Self::QuestionReplied { .. } => "question.replied",
+            Self::QuestionRejected { .. } => "question.rejected",
         }
     }
 
