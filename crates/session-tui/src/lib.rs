@@ -22,6 +22,7 @@ mod effects;
 pub mod fixtures;
 #[cfg(test)]
 mod frame_tests;
+pub mod question;
 pub mod render;
 mod runner;
 mod setup;
