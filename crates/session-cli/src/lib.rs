@@ -23,6 +23,7 @@ pub mod models;
 mod render;
 mod replay;
 mod run;
+mod run_question;
 pub mod run_json;
 pub mod sandbox;
 pub mod serve;
