@@ -213,6 +213,20 @@ async fn issue_26_3_models_reads_the_config_run_reads_and_marks_what_run_refuses
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variable_that_is_not_utf8_is_skipped_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    mock_project(&dir.path().join("project"), "http://127.0.0.1:9/v1", 32_000, 4_000).unwrap();
+    let mut command = session(dir.path(), &["models", "--provider", "mock"], &[]);
+    command.env(std::ffi::OsStr::from_bytes(b"LATIN1_NAME"), std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    command.env(std::ffi::OsStr::from_bytes(b"CAF\xc9"), "value");
+    let out = output(command).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "mock/m\tcontext 32000\toutput 4000\t$0/$0 per 1M tokens");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue_26_4_a_local_server_that_is_not_running_fails_at_once_with_the_hint() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}/v1", closed_port());

@@ -20,6 +20,7 @@ pub mod config_check;
 mod demo;
 pub mod mcp;
 pub mod models;
+pub mod process_env;
 mod render;
 mod replay;
 mod run;

@@ -361,9 +361,10 @@ fn main() -> ExitCode {
         }
         None => tracing_subscriber::fmt()
             .with_max_level(level)
-            .with_ansi(
-                cli.color.enabled(std::env::var("NO_COLOR").ok().as_deref(), std::io::stderr().is_terminal()),
-            )
+            .with_ansi(cli.color.enabled(
+                session_cli::process_env::vars().get("NO_COLOR").map(String::as_str),
+                std::io::stderr().is_terminal(),
+            ))
             .with_writer(std::io::stderr)
             .init(),
     }
@@ -399,7 +400,7 @@ fn data_dir(
 
 /// The setup of a command in the working directory, from the process environment.
 fn setup_here(db: Option<String>) -> Result<session_cli::RuntimeSetup> {
-    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let env = session_cli::process_env::vars().clone();
     let home = env.get("HOME").map(PathBuf::from);
     Ok(session_cli::RuntimeSetup {
         cwd: std::env::current_dir().context("cannot read the working directory")?,
@@ -469,7 +470,7 @@ fn run(command: Command) -> Result<ExitCode> {
             if prompt.trim().is_empty() && command.is_none() {
                 anyhow::bail!("the prompt is empty");
             }
-            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let env = session_cli::process_env::vars().clone();
             let home = env.get("HOME").map(PathBuf::from);
             let ask = if yes {
                 session_cli::AskMode::Yes
@@ -507,7 +508,7 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         Command::Sessions { db, action } => {
-            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let env = session_cli::process_env::vars().clone();
             let home = env.get("HOME").map(PathBuf::from);
             let data = data_dir(&env, home.as_deref())?;
             std::fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
@@ -555,7 +556,7 @@ fn run(command: Command) -> Result<ExitCode> {
             })
         }
         Command::Serve(args) => {
-            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let env = session_cli::process_env::vars().clone();
             let home = env.get("HOME").map(PathBuf::from);
             let from_env = |name: &str| env.get(name).filter(|value| !value.trim().is_empty()).cloned();
             let token = args
@@ -589,7 +590,7 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Trust { path, remove, list } => {
-            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let env = session_cli::process_env::vars().clone();
             let home = env.get("HOME").map(PathBuf::from);
             let here = || std::env::current_dir().context("cannot read the working directory");
             let folder = path.map_or_else(here, Ok)?;
@@ -612,7 +613,7 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sandbox { action: session_cli::sandbox::SandboxAction::Check } => {
-            let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+            let env = session_cli::process_env::vars().clone();
             let home = env.get("HOME").map(PathBuf::from);
             let cwd = std::env::current_dir().context("cannot read the working directory")?;
             session_cli::sandbox::check(&cwd, &env, home.as_deref(), &mut std::io::stdout().lock())?;

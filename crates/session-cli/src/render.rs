@@ -7,6 +7,7 @@ use session_core::{Message, PartKind, ToolState};
 use session_runtime::BusEvent;
 use session_runtime::clock::{Clock as _, SystemClock};
 use session_runtime::sessions::SessionStatus;
+use session_runtime::wire::Event;
 
 use crate::terminal::clean;
 
@@ -49,7 +50,7 @@ impl<W: Write> Renderer<W> {
     /// Shows one event.
     pub fn event(&mut self, event: &BusEvent) -> std::io::Result<()> {
         if self.format == OutputFormat::Json {
-            let line = serde_json::to_string(event).map_err(std::io::Error::other)?;
+            let line = serde_json::to_string(&Event::bus(event)).map_err(std::io::Error::other)?;
             writeln!(self.out, "{line}")?;
             return self.out.flush();
         }

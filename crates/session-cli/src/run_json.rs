@@ -10,7 +10,6 @@
 use std::collections::HashSet;
 use std::io::Write;
 
-use serde::Serialize;
 use session_core::{MessageError, Part, PartId, PartKind, SessionId, ToolStatus};
 use session_runtime::BusEvent;
 use session_runtime::clock::{Clock as _, SystemClock};
@@ -98,41 +97,10 @@ impl<W: Write> RunOutput<W> {
 }
 
 /// The `type` of a line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LineKind {
-    /// A step began (its `step-start` part).
-    StepStart,
-    /// A text part ended.
-    Text,
-    /// A reasoning part ended (with `--thinking` only).
-    Reasoning,
-    /// A tool call completed or failed.
-    ToolUse,
-    /// A step finished (its `step-finish` part: reason, tokens, cost).
-    StepFinish,
-    /// The session reported an error.
-    Error,
-}
+pub use session_runtime::wire::RunLineKind as LineKind;
 
 /// One line of output, borrowed from the event it shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Line<'a> {
-    /// What the line shows.
-    #[serde(rename = "type")]
-    pub kind: LineKind,
-    /// When the line was written, in milliseconds since the epoch.
-    pub timestamp: u64,
-    /// The run's session.
-    #[serde(rename = "sessionID")]
-    pub session_id: &'a SessionId,
-    /// The part shown (every kind but `error`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub part: Option<&'a Part>,
-    /// The error (`error` lines only), as `{name, data}`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<&'a MessageError>,
-}
+pub use session_runtime::wire::RunLine as Line;
 
 /// Picks, from the bus, the events OpenCode's `run --format json` shows, and writes them.
 #[derive(Debug)]
@@ -229,6 +197,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use serde_json::{Value, json};
+    use session_runtime::sessions::SessionStatus;
 
     use super::*;
 
@@ -378,5 +347,89 @@ mod tests {
         write_line(&mut out, &writer.error_line(&error, 7)).unwrap();
         insta::assert_snapshot!(String::from_utf8(out).unwrap(), @r#"{"type":"error","timestamp":7,"sessionID":"ses_0123456789abABCDEFGHIJKLMN","error":{"name":"UnknownError","data":{"message":"unknown agent"}}}
 "#);
+    }
+
+    /// Each bus event as `--format events` prints it, byte for byte.
+    #[test]
+    fn every_bus_event_has_its_pinned_events_line() {
+        let mut out = Vec::new();
+        let mut renderer = Renderer::new(&mut out, OutputFormat::Json);
+        for event in every_bus_event() {
+            renderer.event(&event).unwrap();
+        }
+        drop(renderer);
+        insta::assert_snapshot!("bus_events_as_events_lines", String::from_utf8(out).unwrap());
+    }
+
+    fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
+        serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Every kind of bus event, each with its optional fields filled.
+    fn every_bus_event() -> Vec<BusEvent> {
+        let session: session_store::Session = from(json!({
+            "id": "ses_01ABCdef", "slug": "calm-otter", "projectID": "p", "directory": "/w", "path": "",
+            "parentID": "ses_01ABCdee", "cost": 0.0105,
+            "tokens": {"input": 7, "output": 1, "reasoning": 0, "cache": {"read": 2, "write": 3}},
+            "title": "T", "agent": "build", "model": {"id": "m", "providerID": "p", "variant": "default"},
+            "version": "0.1.0", "time": {"created": 1, "updated": 2},
+            "permission": [{"permission": "read", "pattern": "*.env", "action": "deny"}],
+            "someExtra": {"kept": true}}));
+        let user: session_core::Message = from(json!({
+            "role": "user", "id": "msg_1", "sessionID": "ses_01ABCdef", "time": {"created": 3},
+            "agent": "build", "model": {"providerID": "p", "modelID": "m"}}));
+        let part: session_core::Part = from(json!({
+            "id": "prt_1", "sessionID": "ses_01ABCdef", "messageID": "msg_1", "type": "text", "text": "Hel",
+            "time": {"start": 4}}));
+        let ask: session_core::permission::PermissionAsk = from(json!({
+            "id": "per_1", "sessionID": "ses_01ABCdef", "permission": "bash", "patterns": ["ls"],
+            "always": ["ls *"], "metadata": {"command": "ls"}, "tool": {"messageID": "msg_1", "callID": "call_1"}}));
+        let id = || from::<session_core::SessionId>(json!("ses_01ABCdef"));
+        vec![
+            BusEvent::SessionCreated { info: Box::new(session.clone()) },
+            BusEvent::SessionUpdated { info: Box::new(session) },
+            BusEvent::SessionDiff {
+                session_id: id(),
+                diff: from(
+                    json!([{"file": "src/a.rs", "additions": 2, "deletions": 1, "status": "modified"}]),
+                ),
+            },
+            BusEvent::SessionStatus { session_id: id(), status: SessionStatus::Busy },
+            BusEvent::SessionStatus {
+                session_id: id(),
+                status: SessionStatus::Retry { attempt: 2, message: "overloaded".into(), next: 9 },
+            },
+            BusEvent::SessionIdle { session_id: id() },
+            BusEvent::SessionError {
+                session_id: id(),
+                error: session_core::MessageError::UnknownError { message: "boom".into() },
+            },
+            BusEvent::SessionCompacted { session_id: id() },
+            BusEvent::MessageUpdated { info: Box::new(user) },
+            BusEvent::MessageRemoved { session_id: id(), message_id: from(json!("msg_1")) },
+            BusEvent::PartRemoved {
+                session_id: id(),
+                message_id: from(json!("msg_1")),
+                part_id: from(json!("prt_1")),
+            },
+            BusEvent::PartUpdated { part: Box::new(part) },
+            BusEvent::PartDelta {
+                session_id: id(),
+                message_id: from(json!("msg_1")),
+                part_id: from(json!("prt_1")),
+                field: "text".into(),
+                delta: "lo".into(),
+            },
+            BusEvent::TodoUpdated {
+                session_id: id(),
+                todos: from(json!([{"content": "c", "status": "pending", "priority": "high"}])),
+            },
+            BusEvent::PermissionAsked(Box::new(ask)),
+            BusEvent::PermissionReplied {
+                session_id: id(),
+                permission_id: from(json!("per_1")),
+                response: session_core::permission::Reply::Always,
+            },
+        ]
     }
 }

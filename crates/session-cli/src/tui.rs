@@ -40,7 +40,7 @@ pub fn default_log_file(tui: bool) -> Option<PathBuf> {
     if !tui || !on_a_terminal() {
         return None;
     }
-    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let env = session_cli::process_env::vars().clone();
     let home = env.get("HOME").map(PathBuf::from);
     crate::data_dir(&env, home.as_deref()).ok().map(|dir| dir.join("tui.log"))
 }
@@ -57,7 +57,7 @@ pub fn run(args: TuiArgs, help: impl FnOnce()) -> Result<ExitCode> {
         eprintln!("session: the interactive UI needs a terminal; use `session run` for one prompt");
         return Ok(ExitCode::from(2));
     }
-    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let env = session_cli::process_env::vars().clone();
     let home = env.get("HOME").map(PathBuf::from);
     let cwd = match args.dir {
         Some(dir) => {

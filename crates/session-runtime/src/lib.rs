@@ -79,6 +79,7 @@ mod compose;
 pub mod config;
 mod engine;
 pub mod git;
+pub mod wire;
 
 pub use compose::{Assembled, ConfiguredModels, RuntimeBuilder, RuntimeSetup, StaticModels, assemble};
 pub use engine::{

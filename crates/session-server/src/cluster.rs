@@ -7,18 +7,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use session_core::{Message, PermissionId, SessionId, permission::Reply};
 use session_runtime::clock::{Clock as _, SystemClock};
 use session_runtime::sessions::SessionStatus;
+use session_runtime::wire::{Event, SessionFailure};
 use session_runtime::{BusEvent, Runtime};
 use session_store::{NoticeListener, Notifier, NotifyError, PgConfig, Store, encode_notice};
 use session_tools::PermissionEngine;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{Hub, Permission, Statuses};
-use crate::notice::{Notice, NoticeBody};
+use crate::events::{Hub, Statuses};
+use crate::notice::{Notice, NoticeBody, Permission};
 
 /// Streaming text reaches the other instances as a re-read part at most this often per part
 /// (the store writes deltas in batches anyway).
@@ -305,7 +305,12 @@ impl Receiver {
                 };
                 match error {
                     Some(error) => self.emit(&BusEvent::SessionError { session_id: session, error }),
-                    None => self.hub.publish("session.error", json!({"sessionID": session})),
+                    None => {
+                        self.hub.publish(Event::SessionError(SessionFailure {
+                            session_id: &session,
+                            error: None,
+                        }));
+                    }
                 }
             }
             NoticeBody::MessageUpdated { message } => {

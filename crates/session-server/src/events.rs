@@ -1,29 +1,19 @@
 //! Events for clients: the runtime's bus turned into the events OpenCode 1.18's clients read
-//! (each with an `id`), the `GET /event` and `GET /global/event` streams, and the statuses of
-//! the sessions that run.
+//! (each with an `id`), and the statuses of the sessions that run. The streams that carry them
+//! are `handlers::event`'s.
 
 use std::collections::{BTreeMap, HashMap};
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use axum::extract::State;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use session_core::permission::{PermissionAsk, PermissionRequest, ToolCallRef};
-use session_core::{Identifier as _, JsonObject, MessageId, PermissionId, SessionId};
+use session_core::{PermissionId, SessionId};
 use session_runtime::BusEvent;
 use session_runtime::clock::{Clock as _, SystemClock};
 use session_runtime::sessions::SessionStatus;
+use session_runtime::wire::{Connected, Event, Stamped};
 use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
 
-use crate::AppState;
-use crate::cluster::Outbox;
-use crate::session_info::SessionInfo;
+use crate::session_info::project_id;
 
 /// How many events a slow `/event` client may fall behind before it loses the oldest.
 const HUB_CAPACITY: usize = 4096;
@@ -45,18 +35,33 @@ impl Hub {
         Self { sender, ids: Arc::new(EventIds::new(SystemClock.now_ms())), directory: Arc::from(directory) }
     }
 
-    /// Publishes `{"id", "type": kind, "properties": properties}` to every client.
-    pub(crate) fn publish(&self, kind: &str, properties: Value) {
-        let event = json!({"id": self.ids.next(), "type": kind, "properties": properties});
-        // Nobody listening is fine.
-        let _ = self.sender.send(Arc::from(event.to_string()));
+    /// Publishes `event`, with the next id, to every client.
+    pub(crate) fn publish(&self, event: Event<'_>) {
+        let id = self.ids.next();
+        match serde_json::to_string(&Stamped { id: &id, event }) {
+            // Nobody listening is fine.
+            Ok(text) => drop(self.sender.send(Arc::from(text))),
+            Err(error) => tracing::warn!(%error, "an event could not be serialized"),
+        }
     }
 
-    /// Publishes every client event `event` stands for.
+    /// Publishes the client event `event` stands for, in OpenCode 1.18's shape: messages,
+    /// parts and sessions carry their `sessionID`, text grows by `message.part.delta`, asks are
+    /// `permission.asked` and answers `permission.replied {sessionID, requestID, reply}`.
     pub(crate) fn publish_bus(&self, event: &BusEvent) {
-        for (kind, properties) in wire_events(event, SystemClock.now_ms()) {
-            self.publish(kind, properties);
-        }
+        self.publish(Event::opencode(event, SystemClock.now_ms(), &project_id));
+    }
+
+    /// The `server.connected` event a new stream begins with, serialized, with the next id.
+    pub(crate) fn connected(&self) -> String {
+        let id = self.ids.next();
+        let event = Stamped { id: &id, event: Event::ServerConnected(Connected {}) };
+        serde_json::to_string(&event).unwrap_or_default()
+    }
+
+    /// The served project's folder.
+    pub(crate) fn directory(&self) -> &str {
+        &self.directory
     }
 
     /// A new client's subscription.
@@ -75,66 +80,13 @@ struct EventIds {
 
 impl EventIds {
     fn new(now_ms: u64) -> Self {
-        let tag =
-            session_core::Entropy::next_u64(&mut session_runtime::clock::random_entropy(now_ms)) & 0xffff;
+        let tag = session_core::Entropy::next_u64(&mut session_core::SplitMix::random(now_ms)) & 0xffff;
         Self { prefix: format!("evt_{now_ms:012x}{tag:04x}"), next: AtomicU64::new(0) }
     }
 
     fn next(&self) -> String {
         format!("{}{:010x}", self.prefix, self.next.fetch_add(1, Ordering::Relaxed))
     }
-}
-
-/// The client events (type and properties) of one bus event, in OpenCode 1.18's shapes:
-/// messages, parts and sessions carry their `sessionID`, text grows by `message.part.delta`,
-/// asks are `permission.asked` and answers `permission.replied {sessionID, requestID, reply}`.
-pub(crate) fn wire_events(event: &BusEvent, now_ms: u64) -> Vec<(&'static str, Value)> {
-    let properties = match event {
-        BusEvent::SessionCreated { info } | BusEvent::SessionUpdated { info } => {
-            json!({"sessionID": info.id, "info": SessionInfo::new(info)})
-        }
-        BusEvent::MessageUpdated { info } => json!({"sessionID": info.session_id(), "info": info}),
-        BusEvent::PartUpdated { part } => json!({"sessionID": part.session_id, "part": part, "time": now_ms}),
-        BusEvent::PermissionReplied { session_id, permission_id, response } => {
-            json!({"sessionID": session_id, "requestID": permission_id, "reply": response})
-        }
-        other => match serde_json::to_value(other) {
-            Ok(Value::Object(mut object)) => object.remove("properties").unwrap_or_else(|| json!({})),
-            Ok(_) | Err(_) => return Vec::new(),
-        },
-    };
-    vec![(event.name(), properties)]
-}
-
-/// Carries the runtime's bus to the hub (and to the other instances) until shutdown.
-pub(crate) fn spawn_translator(
-    mut bus: broadcast::Receiver<BusEvent>,
-    hub: Hub,
-    statuses: Statuses,
-    cluster: Option<Arc<Outbox>>,
-    shutdown: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let event = tokio::select! {
-                () = shutdown.cancelled() => break,
-                event = bus.recv() => event,
-            };
-            match event {
-                Ok(event) => {
-                    statuses.observe(&event);
-                    hub.publish_bus(&event);
-                    if let Some(cluster) = &cluster {
-                        cluster.forward(&event);
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(lost)) => {
-                    tracing::warn!(lost, "the event translator fell behind; events were lost");
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
-            }
-        }
-    })
 }
 
 /// The sessions that are not idle, with their status, and the asks waiting for an answer,
@@ -199,148 +151,21 @@ impl Statuses {
     }
 }
 
-/// An ask as it travels between instances (OpenCode's older `Permission` shape; its
-/// metadata stays behind).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Permission {
-    /// The ask's id.
-    pub id: PermissionId,
-    /// The permission asked for (`read`, `edit`, `bash`, ...).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The values asked for.
-    pub pattern: Vec<String>,
-    /// The asking session.
-    #[serde(rename = "sessionID")]
-    pub session_id: SessionId,
-    /// The assistant message of the asking tool call (empty when no tool asks).
-    #[serde(rename = "messageID")]
-    pub message_id: String,
-    /// The permission and its patterns, for display.
-    pub title: String,
-    /// Details shown to the user.
-    pub metadata: JsonObject,
-    /// When the ask was published.
-    pub time: PermissionTime,
-    /// The asking tool call.
-    #[serde(rename = "callID", default, skip_serializing_if = "Option::is_none")]
-    pub call_id: Option<String>,
-}
-
-/// When an ask was published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PermissionTime {
-    /// Epoch milliseconds.
-    pub created: u64,
-}
-
-impl Permission {
-    /// The ask this stands for (an "always" reply approves exactly the asked patterns, the
-    /// list of "always" patterns not travelling).
-    pub fn to_ask(&self) -> PermissionAsk {
-        PermissionAsk {
-            id: self.id.clone(),
-            session_id: self.session_id.clone(),
-            request: PermissionRequest {
-                permission: self.kind.clone(),
-                patterns: self.pattern.clone(),
-                always: Vec::new(),
-                metadata: self.metadata.clone(),
-            },
-            tool: self.call_id.as_ref().and_then(|call_id| {
-                let message_id = MessageId::parse(&self.message_id).ok()?;
-                Some(ToolCallRef { message_id, call_id: call_id.clone() })
-            }),
-        }
-    }
-
-    /// The client's view of `ask`, published at `created` (epoch ms).
-    pub fn new(ask: &PermissionAsk, created: u64) -> Self {
-        let request = &ask.request;
-        let title = if request.patterns.is_empty() {
-            request.permission.clone()
-        } else {
-            format!("{} {}", request.permission, request.patterns.join(", "))
-        };
-        Self {
-            id: ask.id.clone(),
-            kind: request.permission.clone(),
-            pattern: request.patterns.clone(),
-            session_id: ask.session_id.clone(),
-            message_id: ask.tool.as_ref().map(|t| t.message_id.to_string()).unwrap_or_default(),
-            title,
-            metadata: request.metadata.clone(),
-            time: PermissionTime { created },
-            call_id: ask.tool.as_ref().map(|t| t.call_id.clone()),
-        }
-    }
-}
-
-/// `GET /event`: server-sent events, `server.connected` first, then every event.
-pub(crate) async fn stream(
-    State(state): State<Arc<AppState>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    sse(&state.hub, state.shutdown.clone(), None)
-}
-
-/// `GET /global/event`: the same events, each wrapped as `{"directory", "payload"}` the way
-/// OpenCode's terminal UI reads them.
-pub(crate) async fn global_stream(
-    State(state): State<Arc<AppState>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let directory = serde_json::to_string(&*state.hub.directory).unwrap_or_else(|_| "\"\"".to_owned());
-    sse(&state.hub, state.shutdown.clone(), Some(directory))
-}
-
-/// The event stream of `hub` until `shutdown`; `wrap` is the JSON string of the directory
-/// each event is wrapped with, for `/global/event`.
-fn sse(
-    hub: &Hub,
-    shutdown: CancellationToken,
-    wrap: Option<String>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
-    let receiver = hub.subscribe();
-    let connected = json!({"id": hub.ids.next(), "type": "server.connected", "properties": {}}).to_string();
-    let shape = move |data: &str| match &wrap {
-        Some(directory) => format!(r#"{{"directory":{directory},"payload":{data}}}"#),
-        None => data.to_owned(),
-    };
-    let events = futures_util::stream::unfold(
-        (Some(connected), receiver, shutdown, shape),
-        |(first, mut receiver, shutdown, shape)| async move {
-            if let Some(first) = first {
-                let event = Event::default().data(shape(&first));
-                return Some((Ok(event), (None, receiver, shutdown, shape)));
-            }
-            loop {
-                let next = tokio::select! {
-                    () = shutdown.cancelled() => return None,
-                    next = receiver.recv() => next,
-                };
-                match next {
-                    Ok(data) => {
-                        let event = Event::default().data(shape(&data));
-                        return Some((Ok(event), (None, receiver, shutdown, shape)));
-                    }
-                    Err(broadcast::error::RecvError::Lagged(lost)) => {
-                        // Lost events are not replayed: say so where an operator will see it.
-                        tracing::warn!(lost, "an event stream client fell behind and lost events");
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                }
-            }
-        },
-    );
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use session_core::permission::{PermissionRequest, ToolCallRef};
+    use session_core::JsonObject;
+    use session_core::permission::{PermissionAsk, PermissionRequest, ToolCallRef};
     use session_core::{FileDiff, FileStatus, Part, PartKind, PartTime, TextPart};
 
     use super::*;
+
+    /// The type and properties of the client event of `event`, sent at `now_ms`.
+    fn wire_events(event: &BusEvent, now_ms: u64) -> Vec<(&'static str, serde_json::Value)> {
+        let event = Event::opencode(event, now_ms, &project_id);
+        let value = serde_json::to_value(&event).unwrap_or_default();
+        vec![(event.name(), value["properties"].clone())]
+    }
 
     fn id<T: session_core::Identifier>(value: &str) -> T {
         T::parse(value).unwrap_or_else(|e| panic!("{e}"))
@@ -441,22 +266,19 @@ mod tests {
         );
     }
 
+    /// Each bus event as `/event` sends it (`id` aside), byte for byte.
     #[test]
-    fn a_notified_ask_keeps_its_tool_call() {
-        let permission = Permission {
-            id: id("per_1"),
-            kind: "edit".into(),
-            pattern: vec!["a.rs".into()],
-            session_id: id("ses_1"),
-            message_id: "msg_1".into(),
-            title: "edit a.rs".into(),
-            metadata: JsonObject::new(),
-            time: PermissionTime { created: 1 },
-            call_id: Some("call_1".into()),
-        };
-        let ask = permission.to_ask();
-        assert_eq!(ask.request.patterns, vec!["a.rs".to_owned()]);
-        assert_eq!(ask.tool, Some(ToolCallRef { message_id: id("msg_1"), call_id: "call_1".into() }));
+    fn every_bus_event_has_its_pinned_wire_json() {
+        let lines: Vec<String> = crate::testdata::bus_events::every_bus_event()
+            .iter()
+            .flat_map(|event| wire_lines(event, 7))
+            .collect();
+        insta::assert_snapshot!("bus_events_on_the_wire", lines.join("\n"));
+    }
+
+    fn wire_lines(event: &BusEvent, now_ms: u64) -> Vec<String> {
+        let event = Event::opencode(event, now_ms, &project_id);
+        vec![serde_json::to_string(&Stamped { id: "evt_1", event }).unwrap_or_default()]
     }
 
     #[test]

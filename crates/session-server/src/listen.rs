@@ -2,7 +2,7 @@
 //!
 //! `axum::serve` keeps every accepted connection for as long as the client likes, and hyper
 //! waits up to 30 seconds for a request head: 20,000 connections that send one header byte a
-//! second held the server until a client with the token timed out (security issue 39). Here:
+//! second held the server until a client with the token timed out (a denial of service). Here:
 //!
 //! - a connection that has not delivered a complete request head within
 //!   [`ConnectionLimits::header_timeout`] is closed (hyper's own header deadline, with tokio's

@@ -2,10 +2,11 @@
 //! the bodies stay in the store) or what is asked of the instance running a session.
 
 use serde::{Deserialize, Serialize};
-use session_core::{FileDiff, MessageId, PartId, PermissionId, SessionId, permission::Reply};
+use session_core::permission::{PermissionAsk, PermissionRequest, ToolCallRef};
+use session_core::{
+    FileDiff, Identifier as _, JsonObject, MessageId, PartId, PermissionId, SessionId, permission::Reply,
+};
 use session_runtime::sessions::SessionStatus;
-
-use crate::events::Permission;
 
 /// One notice: the sending instance, the session, and what it says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,12 +133,93 @@ impl NoticeBody {
     }
 }
 
+/// An ask as it travels between instances (OpenCode's older `Permission` shape; its
+/// metadata stays behind).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Permission {
+    /// The ask's id.
+    pub id: PermissionId,
+    /// The permission asked for (`read`, `edit`, `bash`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The values asked for.
+    pub pattern: Vec<String>,
+    /// The asking session.
+    #[serde(rename = "sessionID")]
+    pub session_id: SessionId,
+    /// The assistant message of the asking tool call (empty when no tool asks).
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    /// The permission and its patterns, for display.
+    pub title: String,
+    /// Details shown to the user.
+    pub metadata: JsonObject,
+    /// When the ask was published.
+    pub time: PermissionTime,
+    /// The asking tool call.
+    #[serde(rename = "callID", default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// When an ask was published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionTime {
+    /// Epoch milliseconds.
+    pub created: u64,
+}
+
+impl Permission {
+    /// The ask this stands for (an "always" reply approves exactly the asked patterns, the
+    /// list of "always" patterns not travelling).
+    pub fn to_ask(&self) -> PermissionAsk {
+        PermissionAsk {
+            id: self.id.clone(),
+            session_id: self.session_id.clone(),
+            request: PermissionRequest {
+                permission: self.kind.clone(),
+                patterns: self.pattern.clone(),
+                always: Vec::new(),
+                metadata: self.metadata.clone(),
+            },
+            tool: self.call_id.as_ref().and_then(|call_id| {
+                let message_id = MessageId::parse(&self.message_id).ok()?;
+                Some(ToolCallRef { message_id, call_id: call_id.clone() })
+            }),
+        }
+    }
+
+    /// The client's view of `ask`, published at `created` (epoch ms).
+    pub fn new(ask: &PermissionAsk, created: u64) -> Self {
+        let request = &ask.request;
+        let title = if request.patterns.is_empty() {
+            request.permission.clone()
+        } else {
+            format!("{} {}", request.permission, request.patterns.join(", "))
+        };
+        Self {
+            id: ask.id.clone(),
+            kind: request.permission.clone(),
+            pattern: request.patterns.clone(),
+            session_id: ask.session_id.clone(),
+            message_id: ask.tool.as_ref().map(|t| t.message_id.to_string()).unwrap_or_default(),
+            title,
+            metadata: request.metadata.clone(),
+            time: PermissionTime { created },
+            call_id: ask.tool.as_ref().map(|t| t.call_id.clone()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
     use session_core::Identifier as _;
 
     use super::*;
+
+    fn id<T: session_core::Identifier>(value: &str) -> T {
+        T::parse(value).unwrap_or_else(|e| panic!("{e}"))
+    }
 
     #[test]
     fn notices_are_tagged_by_kind_and_round_trip() {
@@ -163,5 +245,23 @@ mod tests {
         ));
         let unknown = json!({"origin": "o", "session": "ses_1", "kind": "session.shrug"});
         assert!(serde_json::from_value::<Notice>(unknown).is_err());
+    }
+
+    #[test]
+    fn a_notified_ask_keeps_its_tool_call() {
+        let permission = Permission {
+            id: id("per_1"),
+            kind: "edit".into(),
+            pattern: vec!["a.rs".into()],
+            session_id: id("ses_1"),
+            message_id: "msg_1".into(),
+            title: "edit a.rs".into(),
+            metadata: JsonObject::new(),
+            time: PermissionTime { created: 1 },
+            call_id: Some("call_1".into()),
+        };
+        let ask = permission.to_ask();
+        assert_eq!(ask.request.patterns, vec!["a.rs".to_owned()]);
+        assert_eq!(ask.tool, Some(ToolCallRef { message_id: id("msg_1"), call_id: "call_1".into() }));
     }
 }

@@ -1,31 +1,26 @@
 //! The session object as OpenCode 1.18's clients read it: the stored session (which carries
 //! its slug, cost and token totals, kept by the store) with its `projectID` hashed, in every
 //! body and event that carries a session.
+//!
+//! OpenCode names a project by its git repository's first commit; this server serves one
+//! worktree and names it by a SHA-256 of the folder a session was made in (the store's
+//! `projectID`), so every instance and every restart gives a session the same project id
+//! without writing one anywhere.
 
-use serde::Serialize;
+use session_runtime::wire::SessionInfo;
 use session_store::Session;
+use sha2::{Digest, Sha256};
 
-use crate::project::project_id;
-
-/// A stored session in OpenCode 1.18's `Session` shape.
-#[derive(Debug, Serialize)]
-#[serde(transparent)]
-pub(crate) struct SessionInfo {
-    session: Session,
+/// The project id clients see for sessions made in `folder` (the store's `projectID`).
+pub(crate) fn project_id(folder: &str) -> String {
+    let digest = Sha256::digest(folder.as_bytes());
+    // 40 hex digits, the length of the git commit ids OpenCode uses.
+    digest.iter().take(20).map(|byte| format!("{byte:02x}")).collect()
 }
 
-impl SessionInfo {
-    /// The client's view of `session`.
-    pub(crate) fn new(session: &Session) -> Self {
-        Self::from(session.clone())
-    }
-}
-
-impl From<Session> for SessionInfo {
-    fn from(mut session: Session) -> Self {
-        session.project_id = project_id(&session.project_id);
-        Self { session }
-    }
+/// The client's view of `session`.
+pub(crate) fn session_info(session: &Session) -> SessionInfo<'static> {
+    SessionInfo::with_project_id(session, project_id(&session.project_id))
 }
 
 #[cfg(test)]
@@ -35,6 +30,15 @@ mod tests {
     use session_store::{SessionModel, SessionTime, SessionTokens};
 
     use super::*;
+
+    #[test]
+    fn a_project_id_is_stable_and_looks_like_a_commit_id() {
+        let id = project_id("/work/project");
+        assert_eq!(id.len(), 40);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(id, project_id("/work/project"));
+        assert_ne!(id, project_id("/work/other"));
+    }
 
     #[test]
     fn a_session_is_the_stored_one_with_its_project_id_hashed() {
@@ -62,7 +66,7 @@ mod tests {
             extra: serde_json::Map::new(),
         };
         assert_eq!(
-            serde_json::to_value(SessionInfo::new(&session)).unwrap_or_default(),
+            serde_json::to_value(session_info(&session)).unwrap_or_default(),
             json!({"id": "ses_01ABCdef", "slug": "calm-otter", "projectID": project_id("p"), "directory": "/w",
                    "path": "", "cost": 0.0105,
                    "tokens": {"input": 7, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},

@@ -2,7 +2,7 @@
 //! text before parsing it.
 //!
 //! The outside world comes in through [`Resolver`], so the rules are testable without touching
-//! the process environment: the binary builds an [`FsResolver`] from `std::env::vars()`.
+//! the process environment: the binary builds an [`FsResolver`] from the environment it read once.
 
 use std::collections::HashMap;
 use std::io;

@@ -1,4 +1,4 @@
-//! Issue 39: the `/file`, `/file/content` and `/find` routes while a real flipper thread swaps a
+//! Symlink races: the `/file`, `/file/content` and `/find` routes while a real flipper thread swaps a
 //! project file (or its folder) between the real thing and a symlink to one outside the
 //! project. No answer may carry the outside file's content or names. The control runs the
 //! routes' old order (resolve the path, check it is inside, read the path) against the same

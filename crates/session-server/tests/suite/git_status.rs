@@ -1,5 +1,5 @@
 //! `GET /file/status` (read by OpenCode's TUI) on a repository the model booby-trapped
-//! (issue 39, item 3): fsmonitor in the repository, in a submodule and in a nested
+//! (to run its code when git looks at it): fsmonitor in the repository, in a submodule and in a nested
 //! repository, hooks, filter and diff drivers. The route reads through libgit2 and runs none
 //! of them; the control runs what the route used to run (`git status`, `git diff --numstat`)
 //! and the traps fire.

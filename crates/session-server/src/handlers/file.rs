@@ -4,14 +4,14 @@
 //!
 //! Every path is resolved as the file tools resolve them (symlinks and `..` followed) and
 //! refused outside the worktree; walks respect `.gitignore` and never enter `.git`. What is
-//! served is read through handles (issue 39): the folder of the path is opened one component at
+//! served is read through handles, so that a path swapped for a symlink between its check and its
+//! read cannot lead outside the worktree: the folder of the path is opened one component at
 //! a time without following a symlink, its file opened relative to that handle, and the checks
 //! (a regular file, its size) made on the opened file; a walk's files are opened beneath the
 //! worktree's handle. A folder flipped to a symlink after the resolution fails the request.
 
 use std::io::Read as _;
 use std::path::Path;
-use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -20,11 +20,10 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use session_tools::{Opened, PinnedPath, Workspace};
 
-use crate::AppState;
+use super::Shared;
 use crate::error::ServerError;
-use crate::routes::query;
-
-type Shared = State<Arc<AppState>>;
+use crate::extract::query;
+use crate::state::AppState;
 
 /// Files a search returns at most.
 const FIND_LIMIT: usize = 200;

@@ -1,18 +1,22 @@
 //! `GET /mcp`: each configured MCP server's status in OpenCode's shape,
 //! `{ name: { status: "connected" | "failed" | "disabled", error? } }`.
+//! `GET /experimental/resource`: no MCP resources are offered to clients.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use serde_json::{Map, Value, json};
 use session_mcp::{ServerState, ServerStatus};
 
-use crate::AppState;
+use super::Shared;
+use crate::error::ServerError;
+use crate::extract::{DirectoryQuery, query};
 
 /// Starts the servers not started yet (each bounded by its timeout, as a prompt would) and
 /// answers their status.
-pub(crate) async fn status(State(state): State<Arc<AppState>>) -> Json<Value> {
+pub(crate) async fn status(State(state): Shared) -> Json<Value> {
     state.mcp.start_all().await;
     Json(status_body(&state.mcp.status()))
 }
@@ -30,6 +34,14 @@ fn status_body(servers: &[ServerStatus]) -> Value {
         body.insert(server.name.clone(), entry);
     }
     Value::Object(body)
+}
+
+/// `GET /experimental/resource`: no MCP resources are offered to clients.
+pub(crate) async fn resources(
+    q: Result<Query<DirectoryQuery>, QueryRejection>,
+) -> Result<Json<BTreeMap<String, Value>>, ServerError> {
+    query(q)?;
+    Ok(Json(BTreeMap::new()))
 }
 
 #[cfg(test)]

@@ -1,84 +1,19 @@
 //! The project this server serves, as OpenCode 1.18's clients read it: `GET /project`,
-//! `/project/current`, `/project/{id}/directories`, `/vcs`, and the v2 `location` every
-//! `/api/*` answer carries.
-//!
-//! OpenCode names a project by its git repository's first commit; this server serves one
-//! worktree and names it by a SHA-256 of the folder a session was made in (the store's
-//! `projectID`), so every instance and every restart gives a session the same project id
-//! without writing one anywhere.
-
-use std::sync::Arc;
+//! `/project/current`, `/project/{id}/directories`, `/vcs`, and `GET /api/location`.
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use serde::Serialize;
 
-use crate::AppState;
+use super::Shared;
 use crate::error::ServerError;
-use crate::routes::{DirectoryQuery, query};
-
-type Shared = State<Arc<AppState>>;
-
-/// The project id clients see for sessions made in `folder` (the store's `projectID`).
-pub(crate) fn project_id(folder: &str) -> String {
-    let digest = Sha256::digest(folder.as_bytes());
-    // 40 hex digits, the length of the git commit ids OpenCode uses.
-    digest.iter().take(20).map(|byte| format!("{byte:02x}")).collect()
-}
+use crate::extract::{DirectoryQuery, Location, LocationQuery, query};
+use crate::session_info::project_id;
+use crate::state::AppState;
 
 fn worktree(state: &AppState) -> String {
     state.runtime.worktree().to_string_lossy().into_owned()
-}
-
-/// The query of the v2 routes: `location[directory]` and `location[workspace]`, or neither.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct LocationQuery {
-    #[serde(default, rename = "location[directory]")]
-    #[expect(dead_code, reason = "accepted so that v2 requests parse; this server serves one project")]
-    directory: Option<String>,
-    #[serde(default, rename = "location[workspace]")]
-    #[expect(dead_code, reason = "accepted so that v2 requests parse; this server has no workspaces")]
-    workspace: Option<String>,
-}
-
-/// The v2 `LocationInfo`.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Location {
-    directory: String,
-    project: LocationProject,
-}
-
-#[derive(Debug, Clone, Serialize)]
-struct LocationProject {
-    id: String,
-    directory: String,
-}
-
-impl Location {
-    /// Where this server works.
-    pub(crate) fn of(state: &AppState) -> Self {
-        let directory = worktree(state);
-        Self {
-            project: LocationProject { id: project_id(&directory), directory: directory.clone() },
-            directory,
-        }
-    }
-}
-
-/// A v2 answer: where it applies, and the data.
-#[derive(Debug, Serialize)]
-pub(crate) struct Located<T> {
-    location: Location,
-    data: T,
-}
-
-impl<T> Located<T> {
-    /// `data` at this server's location.
-    pub(crate) fn new(state: &AppState, data: T) -> Self {
-        Self { location: Location::of(state), data }
-    }
 }
 
 /// `GET /api/location`.
@@ -87,7 +22,7 @@ pub(crate) async fn location(
     q: Result<Query<LocationQuery>, QueryRejection>,
 ) -> Result<Json<Location>, ServerError> {
     query(q)?;
-    Ok(Json(Location::of(&state)))
+    Ok(Json(Location::of(state.runtime.worktree())))
 }
 
 /// OpenCode's `Project`.
@@ -185,18 +120,4 @@ pub(crate) async fn vcs(
         tokio::fs::read_to_string(state.runtime.worktree().join(".git/HEAD")).await.unwrap_or_default();
     let branch = head.trim().strip_prefix("ref: refs/heads/").map(str::to_owned);
     Ok(Json(VcsInfo { branch }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_project_id_is_stable_and_looks_like_a_commit_id() {
-        let id = project_id("/work/project");
-        assert_eq!(id.len(), 40);
-        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(id, project_id("/work/project"));
-        assert_ne!(id, project_id("/work/other"));
-    }
 }

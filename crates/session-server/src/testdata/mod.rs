@@ -1,0 +1,3 @@
+//! Data the unit tests share.
+
+pub(crate) mod bus_events;
