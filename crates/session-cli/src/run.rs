@@ -9,8 +9,8 @@ use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
 use session_core::{
-    Identifier as _, Message, MessageId, PartKind, QuestionId, SessionId, permission::Action, permission::PermissionAsk,
-    permission::Reply, permission::Rule,
+    Identifier as _, Message, MessageId, PartKind, QuestionId, SessionId, permission::Action,
+    permission::PermissionAsk, permission::Reply, permission::Rule,
 };
 use session_runtime::clock::{Clock as _, SystemClock};
 use session_runtime::commands::CommandInput;
@@ -346,7 +346,10 @@ async fn pick_session(
         // rules OpenCode's `run` gives its sessions.
         None => {
             let id = ahead.map(|ahead| ahead.session_id().clone());
-            (runtime.create_session_as(id, options.title.clone(), run_rules(options.questions)).await?.id, true)
+            (
+                runtime.create_session_as(id, options.title.clone(), run_rules(options.questions)).await?.id,
+                true,
+            )
         }
     };
     if let Some(title) = options.title.as_ref().filter(|_| !created || options.fork) {
@@ -447,7 +450,8 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
             renderer.end_line()?;
             let id = request.id.clone();
             let line = tokio::task::spawn_blocking(move || {
-                let answers = run_question::ask(&request, &mut std::io::stdin().lock(), &mut std::io::stderr())?;
+                let answers =
+                    run_question::ask(&request, &mut std::io::stdin().lock(), &mut std::io::stderr())?;
                 Ok(Typed::Answers(answers))
             });
             waiting = Some(Waiting { asking: Asking::Question(id), line });

@@ -26,8 +26,11 @@ pub(crate) enum Choice {
 /// A question as the terminal shows it.
 pub(crate) fn question_text(prompt: &QuestionPrompt, index: usize, total: usize) -> String {
     let count = if total > 1 { format!(" ({}/{total})", index + 1) } else { String::new() };
-    let mut text =
-        format!("question{count}: {}: {}\n", strip_controls(&prompt.header), strip_controls(&prompt.question));
+    let mut text = format!(
+        "question{count}: {}: {}\n",
+        strip_controls(&prompt.header),
+        strip_controls(&prompt.question)
+    );
     for (i, option) in prompt.options.iter().enumerate() {
         text.push_str(&format!(
             "  {}. {} - {}\n",

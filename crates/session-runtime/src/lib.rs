@@ -145,7 +145,8 @@ pub mod sessions {
 pub mod questions {
     pub use crate::engine::{QuestionNotFound, QuestionRequest, Questions};
     pub use session_tools::{
-        QUESTION_TOOL, QuestionAnswer, QuestionAsk, QuestionAsker, QuestionOption, QuestionPrompt, QuestionTool,
+        QUESTION_TOOL, QuestionAnswer, QuestionAsk, QuestionAsker, QuestionOption, QuestionPrompt,
+        QuestionTool,
     };
 }
 

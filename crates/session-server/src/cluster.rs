@@ -217,7 +217,9 @@ impl Outbox {
             BusEvent::TodoUpdated { .. } => return,
             // Questions wait in the process whose tool asked them; another instance can
             // neither list nor answer them.
-            BusEvent::QuestionAsked(_) | BusEvent::QuestionReplied { .. } | BusEvent::QuestionRejected { .. } => {
+            BusEvent::QuestionAsked(_)
+            | BusEvent::QuestionReplied { .. }
+            | BusEvent::QuestionRejected { .. } => {
                 return;
             }
             BusEvent::PermissionReplied { session_id, permission_id, response } => (

@@ -335,7 +335,10 @@ fn a_question_dialog_in_its_own_area() {
     app.key(key(KeyCode::Down), &fixtures::root());
     let shown = frame(&mut app, 80, 24);
     insta::assert_snapshot!(shown);
-    assert!(shown.contains("[x] Tests (Recommended)") && shown.contains("4. Type your own answer"), "{shown}");
+    assert!(
+        shown.contains("[x] Tests (Recommended)") && shown.contains("4. Type your own answer"),
+        "{shown}"
+    );
     app.key(key(KeyCode::Enter), &fixtures::root());
     let second = frame(&mut app, 80, 24);
     assert!(second.contains("Push (2/2)") && second.contains("1. Yes"), "{second}");

@@ -166,7 +166,8 @@ impl QuestionDialog {
                 (true, false) => "[ ] ",
                 (false, _) => "",
             };
-            let style = if i == self.cursor && self.typing.is_none() { theme.selected() } else { theme.text() };
+            let style =
+                if i == self.cursor && self.typing.is_none() { theme.selected() } else { theme.text() };
             lines.push(Line::from(vec![
                 Span::styled(format!(" {}. {mark}{} ", i + 1, sanitize(&option.label)), style),
                 Span::styled(format!(" {}", sanitize(&option.description)), theme.dim()),
@@ -177,7 +178,8 @@ impl QuestionDialog {
             Some(text) => format!(" {}. {}▏ ", custom + 1, sanitize(text)),
             None => format!(" {}. {CUSTOM_ROW} ", custom + 1),
         };
-        let style = if self.cursor == custom || self.typing.is_some() { theme.selected() } else { theme.text() };
+        let style =
+            if self.cursor == custom || self.typing.is_some() { theme.selected() } else { theme.text() };
         lines.push(Line::from(Span::styled(row, style)));
         let waiting = if more > 0 { format!("   ({more} more waiting)") } else { String::new() };
         let keys = match (&self.typing, self.multiple()) {

@@ -12,8 +12,8 @@ use session_llm::Catalog;
 use session_mcp::{McpManager, SandboxAt};
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{
-    PermissionAsker, PermissionEngine, QuestionTool, Sandbox, SkillTool, ToolExecutor, ToolOutputDir, Workspace,
-    builtin_registry,
+    PermissionAsker, PermissionEngine, QuestionTool, Sandbox, SkillTool, ToolExecutor, ToolOutputDir,
+    Workspace, builtin_registry,
 };
 
 use super::ComposeError;
@@ -26,8 +26,8 @@ use crate::config::{
     SkillSet, TrustList, discover_from, load, mcp_servers, skill_folders, user_config_dir,
 };
 use crate::engine::{
-    GitSnapshotter, ModelSource, NoSnapshots, PromptInput, RequestAhead, RequestSources, Runtime,
-    Questions, RuntimeSettings, Snapshotter, SystemClock, TaskTool, parse_model_ref,
+    GitSnapshotter, ModelSource, NoSnapshots, PromptInput, Questions, RequestAhead, RequestSources, Runtime,
+    RuntimeSettings, Snapshotter, SystemClock, TaskTool, parse_model_ref,
 };
 
 /// Where and how to build a runtime: the project, the user's folders, the model and store.

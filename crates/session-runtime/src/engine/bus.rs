@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 use session_core::{
-    AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, SessionId,
-    QuestionId, permission::PermissionAsk, permission::Reply, permission::Resolution,
+    AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, QuestionId,
+    SessionId, permission::PermissionAsk, permission::Reply, permission::Resolution,
 };
 use session_store::Session;
 use session_tools::Todo;

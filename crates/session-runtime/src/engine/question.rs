@@ -102,7 +102,10 @@ impl Questions {
     /// Dismisses a question: the asking call fails with "The user dismissed this question".
     pub fn reject(&self, id: &QuestionId) -> Result<(), QuestionNotFound> {
         let pending = self.lock().remove(id).ok_or_else(|| QuestionNotFound(id.clone()))?;
-        self.publish(BusEvent::QuestionRejected { session_id: pending.request.session_id, request_id: id.clone() });
+        self.publish(BusEvent::QuestionRejected {
+            session_id: pending.request.session_id,
+            request_id: id.clone(),
+        });
         let _ = pending.answer.send(Err(QuestionRejectedError));
         Ok(())
     }
@@ -111,7 +114,10 @@ impl Questions {
     fn withdraw(&self, id: &QuestionId) {
         let withdrawn = self.lock().remove(id);
         if let Some(pending) = withdrawn {
-            self.publish(BusEvent::QuestionRejected { session_id: pending.request.session_id, request_id: id.clone() });
+            self.publish(BusEvent::QuestionRejected {
+                session_id: pending.request.session_id,
+                request_id: id.clone(),
+            });
         }
     }
 
@@ -147,8 +153,12 @@ impl Drop for Withdraw<'_> {
 impl QuestionAsker for Questions {
     async fn ask(&self, ask: QuestionAsk) -> Result<Vec<QuestionAnswer>, QuestionRejectedError> {
         let id: QuestionId = self.ids.next(self.now_ms());
-        let request =
-            QuestionRequest { id: id.clone(), session_id: ask.session_id, questions: ask.questions, tool: ask.tool };
+        let request = QuestionRequest {
+            id: id.clone(),
+            session_id: ask.session_id,
+            questions: ask.questions,
+            tool: ask.tool,
+        };
         let (answer, answered) = oneshot::channel();
         self.lock().insert(id.clone(), Pending { request: request.clone(), answer });
         let _withdraw = Withdraw { questions: self, id };
@@ -170,7 +180,11 @@ impl Runtime {
     }
 
     /// Answers a waiting question; publishes `question.replied`.
-    pub fn reply_question(&self, id: &QuestionId, answers: Vec<QuestionAnswer>) -> Result<(), QuestionNotFound> {
+    pub fn reply_question(
+        &self,
+        id: &QuestionId,
+        answers: Vec<QuestionAnswer>,
+    ) -> Result<(), QuestionNotFound> {
         self.questions.reply(id, answers)
     }
 

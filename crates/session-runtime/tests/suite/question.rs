@@ -103,7 +103,9 @@ async fn a_dismissed_question_fails_the_call_and_stops_the_loop() {
     let messages = history(&rig.store, &session.id).await;
     assert_eq!(tool_states(&messages), [("question".to_owned(), ToolStatus::Error)]);
     let error = messages.iter().flat_map(|m| m.parts.iter()).find_map(|p| match &p.kind {
-        PartKind::Tool(tool) => serde_json::to_value(&tool.state).unwrap()["error"].as_str().map(str::to_owned),
+        PartKind::Tool(tool) => {
+            serde_json::to_value(&tool.state).unwrap()["error"].as_str().map(str::to_owned)
+        }
         _ => None,
     });
     assert_eq!(error.as_deref(), Some("The user dismissed this question"));

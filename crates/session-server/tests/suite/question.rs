@@ -48,7 +48,8 @@ async fn a_question_is_listed_answered_over_http_and_reaches_the_model() {
     assert_status(status, &body, StatusCode::BAD_REQUEST);
     let (status, body) = f.api.call("post", "/question/per_1/reply", Some(json!({"answers": []}))).await;
     assert_status(status, &body, StatusCode::BAD_REQUEST);
-    let (status, body) = f.api.call("post", "/question/que_unknown/reply", Some(json!({"answers": []}))).await;
+    let (status, body) =
+        f.api.call("post", "/question/que_unknown/reply", Some(json!({"answers": []}))).await;
     assert_status(status, &body, StatusCode::NOT_FOUND);
 
     let (status, answer) = f.api.call("post", &reply, Some(json!({"answers": [["SQLite"]]}))).await;

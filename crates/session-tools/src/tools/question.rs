@@ -157,7 +157,10 @@ impl TypedTool for QuestionTool {
         let ask = QuestionAsk {
             session_id: ctx.session_id().clone(),
             questions: args.questions.clone(),
-            tool: Some(ToolCallRef { message_id: ctx.message_id().clone(), call_id: ctx.call_id().to_owned() }),
+            tool: Some(ToolCallRef {
+                message_id: ctx.message_id().clone(),
+                call_id: ctx.call_id().to_owned(),
+            }),
         };
         // An abort drops the ask, which withdraws the question (the asker tells its clients).
         let answers = tokio::select! {
@@ -165,7 +168,10 @@ impl TypedTool for QuestionTool {
             () = ctx.abort().cancelled() => return Err(ToolError::Aborted),
         };
         let value = Value::Array(
-            answers.iter().map(|answer| Value::Array(answer.iter().cloned().map(Value::String).collect())).collect(),
+            answers
+                .iter()
+                .map(|answer| Value::Array(answer.iter().cloned().map(Value::String).collect()))
+                .collect(),
         );
         Ok(ToolSuccess::new(
             question_title(args.questions.len()),

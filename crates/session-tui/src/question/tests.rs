@@ -39,7 +39,10 @@ fn a_number_answers_a_single_choice_question_and_moves_on() {
     assert_eq!(press(&mut d, KeyCode::Char('2')), Outcome::Pending);
     assert_eq!(d.index, 1);
     press(&mut d, KeyCode::Down);
-    assert_eq!(press(&mut d, KeyCode::Enter), Outcome::Answered(vec![strings(&["Green"]), strings(&["Green"])]));
+    assert_eq!(
+        press(&mut d, KeyCode::Enter),
+        Outcome::Answered(vec![strings(&["Green"]), strings(&["Green"])])
+    );
 }
 
 #[test]
@@ -86,7 +89,8 @@ fn esc_leaves_typing_then_dismisses() {
 
 #[test]
 fn the_app_opens_answers_and_closes_dialogs_from_the_bus() {
-    let transcript = crate::transcript::Transcript::new(crate::fixtures::session_id(), crate::fixtures::root());
+    let transcript =
+        crate::transcript::Transcript::new(crate::fixtures::session_id(), crate::fixtures::root());
     let mut app = App::new(Theme { color: false }, transcript, crate::app::Status::default());
     let request = dialog(vec![prompt("Colour?", false)]).request;
     assert!(app.bus(&BusEvent::QuestionAsked(Box::new(request.clone()))));
@@ -101,7 +105,8 @@ fn the_app_opens_answers_and_closes_dialogs_from_the_bus() {
 
     // Withdrawn (the run was interrupted): the dialog closes.
     app.bus(&BusEvent::QuestionAsked(Box::new(request.clone())));
-    let withdrawn = BusEvent::QuestionRejected { session_id: request.session_id.clone(), request_id: request.id };
+    let withdrawn =
+        BusEvent::QuestionRejected { session_id: request.session_id.clone(), request_id: request.id };
     assert!(app.bus(&withdrawn));
     assert!(app.questions.is_empty());
 }

@@ -47,7 +47,11 @@ fn prompt(question: &str, multiple: Option<bool>) -> QuestionPrompt {
     }
 }
 
-async fn call(asker: Arc<Scripted>, input: Value, abort: CancellationToken) -> Result<ToolSuccess, ToolError> {
+async fn call(
+    asker: Arc<Scripted>,
+    input: Value,
+    abort: CancellationToken,
+) -> Result<ToolSuccess, ToolError> {
     let dir = tempfile::tempdir().unwrap();
     let mut registry = ToolRegistry::new();
     registry.register_builtin(Arc::new(QuestionTool::new(asker)));
@@ -85,7 +89,10 @@ fn the_output_and_title_are_opencodes() {
         question_output(&questions, &answers),
         "User has answered your questions: \"Q1\"=\"A, B\", \"Q2\"=\"Unanswered\". You can now continue with the user's answers in mind."
     );
-    assert_eq!(question_output(&questions[..1], &[]), "User has answered your questions: \"Q1\"=\"Unanswered\". You can now continue with the user's answers in mind.");
+    assert_eq!(
+        question_output(&questions[..1], &[]),
+        "User has answered your questions: \"Q1\"=\"Unanswered\". You can now continue with the user's answers in mind."
+    );
     assert_eq!(question_title(1), "Asked 1 question");
     assert_eq!(question_title(2), "Asked 2 questions");
 }
