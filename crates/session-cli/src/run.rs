@@ -225,19 +225,21 @@ pub async fn open_store_with(
 /// Builds the runtime `session run` and `session serve` use (session-runtime's
 /// [`session_runtime::assemble`]) and prints the configuration's warnings.
 pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> Result<Assembled> {
-    assemble_sending(setup, asker, None).await
+    assemble_sending(setup, asker, None, &[]).await
 }
 
-/// [`assemble`] with the first request of `first`, a new session's first prompt, sent while
-/// the store opens ([`session_runtime::setup::assemble_sending`]).
+/// [`assemble`] with the first request of `first`, a new session's first prompt (the session
+/// to be created with `rules`), sent while the store opens
+/// ([`session_runtime::setup::assemble_sending`]).
 async fn assemble_sending(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
     first: Option<&PromptInput>,
+    rules: &[Rule],
 ) -> Result<Assembled> {
-    let mut assembled = session_runtime::setup::assemble_sending(setup, asker.clone(), first).await?;
+    let mut assembled = session_runtime::setup::assemble_sending(setup, asker.clone(), first, rules).await?;
     if crate::trust::ask_once(&assembled.warnings, &setup.cwd, &setup.env, setup.home.as_deref()) {
-        assembled = session_runtime::setup::assemble_sending(setup, asker, first).await?;
+        assembled = session_runtime::setup::assemble_sending(setup, asker, first, rules).await?;
     }
     for warning in &assembled.warnings {
         eprintln!("session: warning: {warning}");
@@ -403,7 +405,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let new_session = options.session.is_none() && !options.continue_latest && options.command.is_none();
     let first = new_session.then_some(&input);
     let Assembled { runtime, store, mcp, ahead, .. } =
-        assemble_sending(&setup, Arc::new(asker), first).await?;
+        assemble_sending(&setup, Arc::new(asker), first, &run_rules(options.questions)).await?;
     let (session_id, created) = pick_session(&options, &runtime, &store, ahead.as_ref()).await?;
     // The messages already there are not this run's: the totals count the run's own.
     let before: HashSet<MessageId> = match created {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use session_core::ModelRef;
+use session_core::permission::Rule;
 use session_llm::Catalog;
 use session_mcp::{McpManager, SandboxAt};
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
@@ -213,11 +214,11 @@ pub async fn assemble(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
 ) -> Result<Assembled, ComposeError> {
-    assemble_sending(setup, asker, None).await
+    assemble_sending(setup, asker, None, &[]).await
 }
 
-/// [`assemble`], and with `first` (the first prompt of a session about to be created) its
-/// first step's request sent while the store opens ([`Assembled::ahead`]). Nothing is sent
+/// [`assemble`], and with `first` (the first prompt of a session about to be created with
+/// `session_rules`) its first step's request sent while the store opens ([`Assembled::ahead`]). Nothing is sent
 /// when an untrusted project's config was cut down (the caller may load it again in full),
 /// nor when the prompt would fail before it is stored.
 ///
@@ -227,6 +228,7 @@ pub async fn assemble_sending(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
     first: Option<&PromptInput>,
+    session_rules: &[Rule],
 ) -> Result<Assembled, ComposeError> {
     let (sources, resolver) = config_sources(setup);
     let loaded = load(&sources, &resolver)?;
@@ -364,7 +366,7 @@ pub async fn assemble_sending(
                 clock: &SystemClock,
             };
             // A prompt that cannot be sent fails the same way when the run stores it.
-            RequestAhead::send(sources, input).await.ok()
+            RequestAhead::send(sources, input, session_rules).await.ok()
         }
         None => None,
     };
