@@ -41,6 +41,7 @@ const IMPURE_PATTERNS: &[&str] = &[
     "std::fs",
     "std::net",
     "std::env",
+    "RandomState",
     "std::process",
     "std::thread",
     "SystemTime",

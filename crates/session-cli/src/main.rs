@@ -686,7 +686,11 @@ fn run(command: Command) -> Result<ExitCode> {
             match format {
                 Format::Json => {
                     for event in output.to_events() {
-                        writeln!(stdout, "{}", serde_json::to_string(&event)?)?;
+                        writeln!(
+                            stdout,
+                            "{}",
+                            serde_json::to_string(&session_runtime::wire::Event::bus(&event))?
+                        )?;
                     }
                 }
                 Format::Text => write!(stdout, "{}", session_cli::terminal::clean(&output.render_text()))?,

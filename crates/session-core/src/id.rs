@@ -37,18 +37,6 @@ impl SplitMix {
     }
 }
 
-impl SplitMix {
-    /// A generator seeded from the standard library's per-process random hash keys (the ones
-    /// every `HashMap` already draws) and `salt` (the time, say): enough for id suffixes, slugs
-    /// and retry jitter without a random-number crate or a read of the outside world here.
-    pub fn random(salt: u64) -> Self {
-        use std::hash::{BuildHasher as _, Hasher as _};
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(salt);
-        Self(hasher.finish())
-    }
-}
-
 /// Ids and random draws for one owner (a store, a runtime, a permission engine), shareable
 /// across threads: the one seeded id helper of the workspace.
 #[derive(Debug)]
@@ -57,14 +45,10 @@ pub struct IdSource {
 }
 
 impl IdSource {
-    /// A source drawing from `entropy` (a fixed seed under test).
+    /// A source drawing from `entropy`: a fixed seed under test, a random one (seeded by the
+    /// crates that may read the system, e.g. session-store's `random_entropy`) otherwise.
     pub fn new(entropy: SplitMix) -> Self {
         Self { inner: std::sync::Mutex::new((IdGenerator::new(), entropy)) }
-    }
-
-    /// A source randomly seeded with `salt` mixed in ([`SplitMix::random`]).
-    pub fn random(salt: u64) -> Self {
-        Self::new(SplitMix::random(salt))
     }
 
     /// The next id of kind `T` at `now_ms`.
@@ -294,8 +278,6 @@ mod tests {
         assert_eq!(a.next_u64(), b.next_u64());
         let draw = a.unit();
         assert!((0.0..1.0).contains(&draw), "{draw}");
-        // Random seeds differ between sources (the per-process keys are mixed per call).
-        assert_ne!(IdSource::random(1).next_u64(), IdSource::random(1).next_u64());
     }
 
     #[test]

@@ -68,7 +68,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     loop {
         match events.try_recv() {
             Ok(BusEvent::PartDelta { .. }) => {}
-            Ok(event) => println!("{}", serde_json::to_string(&event)?),
+            // The JSON `session run --format events` prints for it.
+            Ok(event) => println!("{}", serde_json::to_string(&session_runtime::wire::Event::bus(&event))?),
             Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {}
             Err(_) => break,
         }

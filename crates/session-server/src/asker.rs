@@ -1,14 +1,14 @@
 //! The permission asker of a server: it publishes asks and replies on the runtime's bus and
 //! leaves the answer to the HTTP reply route ([`PermissionEngine::reply`]).
 //!
-//! [`PermissionEngine::reply`]: session_tools::PermissionEngine::reply
+//! [`PermissionEngine::reply`]: session_runtime::permissions::PermissionEngine::reply
 
 use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use session_core::{permission::PermissionAsk, permission::Resolution};
+use session_runtime::permissions::{PermissionAnswer, PermissionAsker};
 use session_runtime::{Bus, BusEvent};
-use session_tools::{PermissionAnswer, PermissionAsker};
 
 /// Publishes `permission.asked` and `permission.replied` on a runtime's bus.
 ///

@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use session_core::{Message, PermissionId, SessionId, permission::Reply};
 use session_runtime::clock::{Clock as _, SystemClock};
+use session_runtime::cluster::{NoticeListener, Notifier, NotifyError, PgConfig, encode_notice};
+use session_runtime::permissions::PermissionEngine;
 use session_runtime::sessions::SessionStatus;
+use session_runtime::sessions::Store;
 use session_runtime::wire::{Event, SessionFailure};
 use session_runtime::{BusEvent, Runtime};
-use session_store::{NoticeListener, Notifier, NotifyError, PgConfig, Store, encode_notice};
-use session_tools::PermissionEngine;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

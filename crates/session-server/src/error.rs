@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use session_runtime::RuntimeError;
-use session_store::StoreError;
+use session_runtime::sessions::StoreError;
 
 /// What went wrong with a request; its response carries the status and OpenCode's error body.
 #[derive(Debug, thiserror::Error)]

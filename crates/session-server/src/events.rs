@@ -80,7 +80,8 @@ struct EventIds {
 
 impl EventIds {
     fn new(now_ms: u64) -> Self {
-        let tag = session_core::Entropy::next_u64(&mut session_core::SplitMix::random(now_ms)) & 0xffff;
+        let tag =
+            session_core::Entropy::next_u64(&mut session_runtime::clock::random_entropy(now_ms)) & 0xffff;
         Self { prefix: format!("evt_{now_ms:012x}{tag:04x}"), next: AtomicU64::new(0) }
     }
 

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use session_llm::CatalogModel;
+use session_runtime::models::CatalogModel;
 
 /// What the server tells clients about where it keeps things and what it is configured with;
 /// the caller (the `session serve` command) fills it, since a library reads no environment.

@@ -39,10 +39,10 @@ mod testdata;
 use std::sync::Arc;
 
 use axum::Router;
-use session_mcp::McpManager;
 use session_runtime::Runtime;
-use session_store::Store;
-use session_tools::PermissionEngine;
+use session_runtime::mcp::McpManager;
+use session_runtime::permissions::PermissionEngine;
+use session_runtime::sessions::Store;
 use tokio_util::sync::CancellationToken;
 
 pub use access::{Access, AllowedOrigin, OriginError};

@@ -7,8 +7,8 @@
 //! `projectID`), so every instance and every restart gives a session the same project id
 //! without writing one anywhere.
 
+use session_runtime::sessions::Session;
 use session_runtime::wire::SessionInfo;
-use session_store::Session;
 use sha2::{Digest, Sha256};
 
 /// The project id clients see for sessions made in `folder` (the store's `projectID`).
@@ -27,7 +27,7 @@ pub(crate) fn session_info(session: &Session) -> SessionInfo<'static> {
 mod tests {
     use serde_json::json;
     use session_core::{Identifier as _, SessionId};
-    use session_store::{SessionModel, SessionTime, SessionTokens};
+    use session_runtime::sessions::{SessionModel, SessionTime, SessionTokens};
 
     use super::*;
 

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use session_mcp::McpManager;
+use session_runtime::mcp::McpManager;
+use session_runtime::permissions::PermissionEngine;
+use session_runtime::sessions::Store;
 use session_runtime::{BusEvent, Runtime};
-use session_store::Store;
-use session_tools::PermissionEngine;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 

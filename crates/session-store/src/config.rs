@@ -1,4 +1,4 @@
-//! How a store is opened: backend settings, timing options and the clock.
+//! How a store is opened: backend settings, timing options, the clock and the seeding of ids.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,18 @@ impl Clock for SystemClock {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
+}
+
+/// A generator seeded from the standard library's per-process random hash keys, the process
+/// id and `salt` (the time, say): enough for id suffixes, slugs and retry jitter without a
+/// random-number crate. The one seeding of the workspace's ids (session-core stays free of
+/// randomness; it takes the generator).
+pub fn random_entropy(salt: u64) -> session_core::SplitMix {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(salt);
+    hasher.write_u32(std::process::id());
+    session_core::SplitMix::new(hasher.finish())
 }
 
 /// Timing and identity of a store, the same for both backends.

@@ -61,7 +61,7 @@ mod usage;
 mod util;
 mod writer;
 
-pub use config::{Clock, DatabaseConfig, PgConfig, SqliteConfig, StoreOptions, SystemClock};
+pub use config::{Clock, DatabaseConfig, PgConfig, SqliteConfig, StoreOptions, SystemClock, random_entropy};
 pub use document::{DOCUMENT_VERSION, DocumentMessage, DocumentPart, SessionDocument};
 pub use error::{EntityKind, StoreError, StoreResult};
 pub use model::{

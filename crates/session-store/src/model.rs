@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use session_core::permission::Rule;
 use session_core::{
-    CacheTokens, FileDiff, JsonObject, Message, MessageId, MessageWithParts, Part, PartId, SessionId,
-    TokenUsage,
+    CacheTokens, FileDiff, JsonObject, Message, MessageId, MessageWithParts, Part, PartId, PartKind,
+    SessionId, TokenUsage,
 };
 
 /// Line counts of the changes a session made (OpenCode's `summary`): from the first step's
@@ -449,4 +449,54 @@ pub struct StoreStats {
     pub deltas: u64,
     /// Part rows written to persist buffered deltas.
     pub delta_flushes: u64,
+}
+
+/// What steps cost and used: one step-finish part's, or a session's sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Usage {
+    /// US dollars.
+    pub cost: Decimal,
+    /// Tokens.
+    pub tokens: SessionTokens,
+}
+
+impl Usage {
+    /// A step-finish part's usage; none for other parts.
+    pub(crate) fn of_part(part: &Part) -> Option<Self> {
+        match &part.kind {
+            PartKind::StepFinish(step) => {
+                Some(Self { cost: step.cost, tokens: SessionTokens::from(&step.tokens) })
+            }
+            _ => None,
+        }
+    }
+
+    /// A session's totals as the session record carries them.
+    pub(crate) fn of_session(session: &Session) -> Self {
+        Self { cost: session.cost, tokens: session.tokens }
+    }
+
+    /// Puts these totals on `session`.
+    pub(crate) fn set_on(&self, session: &mut Session) {
+        session.cost = self.cost;
+        session.tokens = self.tokens;
+    }
+
+    /// `self + add - remove`; token counts never go below zero.
+    pub(crate) fn moved(&self, add: &Self, remove: &Self) -> Self {
+        let count = |total: u64, plus: u64, minus: u64| total.saturating_add(plus).saturating_sub(minus);
+        let (t, a, r) = (&self.tokens, &add.tokens, &remove.tokens);
+        Self {
+            cost: self.cost + add.cost - remove.cost,
+            tokens: SessionTokens {
+                input: count(t.input, a.input, r.input),
+                output: count(t.output, a.output, r.output),
+                reasoning: count(t.reasoning, a.reasoning, r.reasoning),
+                cache: session_core::CacheTokens {
+                    read: count(t.cache.read, a.cache.read, r.cache.read),
+                    write: count(t.cache.write, a.cache.write, r.cache.write),
+                },
+            },
+        }
+    }
 }

@@ -8,8 +8,7 @@ use serde_json::Value;
 use session_core::{Message, MessageError, MessageId, Part, PartId, PartKind, SessionId};
 
 use crate::error::{EntityKind, StoreError, StoreResult};
-use crate::model::{RawPart, SkippedRow};
-use crate::usage::Usage;
+use crate::model::{RawPart, SkippedRow, Usage};
 
 /// The part `type`s this version reads; any other is kept raw.
 pub(crate) const KNOWN_PART_TYPES: &[&str] = &[

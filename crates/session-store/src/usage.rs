@@ -6,62 +6,15 @@
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
-use session_core::{Part, PartKind, SessionId};
+use session_core::SessionId;
 
 use crate::backend::{Backend, part_columns, query};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{Session, SessionTokens};
+use crate::model::SessionTokens;
 use crate::rows::{self, DecodedPart, PartRow};
 
-/// What steps cost and used: one step-finish part's, or a session's sum.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Usage {
-    /// US dollars.
-    pub cost: Decimal,
-    /// Tokens.
-    pub tokens: SessionTokens,
-}
-
-impl Usage {
-    /// A step-finish part's usage; none for other parts.
-    pub(crate) fn of_part(part: &Part) -> Option<Self> {
-        match &part.kind {
-            PartKind::StepFinish(step) => {
-                Some(Self { cost: step.cost, tokens: SessionTokens::from(&step.tokens) })
-            }
-            _ => None,
-        }
-    }
-
-    /// A session's totals as the session record carries them.
-    pub(crate) fn of_session(session: &Session) -> Self {
-        Self { cost: session.cost, tokens: session.tokens }
-    }
-
-    /// Puts these totals on `session`.
-    pub(crate) fn set_on(&self, session: &mut Session) {
-        session.cost = self.cost;
-        session.tokens = self.tokens;
-    }
-
-    /// `self + add - remove`; token counts never go below zero.
-    pub(crate) fn moved(&self, add: &Self, remove: &Self) -> Self {
-        let count = |total: u64, plus: u64, minus: u64| total.saturating_add(plus).saturating_sub(minus);
-        let (t, a, r) = (&self.tokens, &add.tokens, &remove.tokens);
-        Self {
-            cost: self.cost + add.cost - remove.cost,
-            tokens: SessionTokens {
-                input: count(t.input, a.input, r.input),
-                output: count(t.output, a.output, r.output),
-                reasoning: count(t.reasoning, a.reasoning, r.reasoning),
-                cache: session_core::CacheTokens {
-                    read: count(t.cache.read, a.cache.read, r.cache.read),
-                    write: count(t.cache.write, a.cache.write, r.cache.write),
-                },
-            },
-        }
-    }
-}
+/// The totals type lives in the model (rows read it too); its sums are kept here.
+pub(crate) use crate::model::Usage;
 
 /// A money column's text as a decimal: SQLite's first totals may be reals written with an
 /// exponent (`1.0e-05`); an unreadable one reads as zero, which the next write replaces.

@@ -10,7 +10,7 @@ pub(crate) struct Ids {
 
 impl Ids {
     pub(crate) fn new(now_ms: u64) -> Self {
-        Self { source: IdSource::random(now_ms) }
+        Self { source: IdSource::new(crate::config::random_entropy(now_ms)) }
     }
 
     pub(crate) fn next<T: Identifier>(&self, now_ms: u64) -> T {

@@ -7,10 +7,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use session_core::{
-    IdSource, PermissionId, SessionId, permission::Action, permission::AskOutcome, permission::PermissionAsk,
-    permission::PermissionAsks, permission::PermissionError, permission::PermissionRequest,
-    permission::Reply, permission::Resolution, permission::Rule, permission::Ruleset,
-    permission::ToolCallRef,
+    IdSource, PermissionId, SessionId, SplitMix, permission::Action, permission::AskOutcome,
+    permission::PermissionAsk, permission::PermissionAsks, permission::PermissionError,
+    permission::PermissionRequest, permission::Reply, permission::Resolution, permission::Rule,
+    permission::Ruleset, permission::ToolCallRef,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -80,6 +80,16 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
 }
 
+/// A randomly seeded generator for permission ids (the std's per-process random hash keys and
+/// the time). The tools crate sits beside session-store, whose `random_entropy` the rest of the
+/// workspace uses, not above it.
+fn random_entropy() -> SplitMix {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(now_ms());
+    SplitMix::new(hasher.finish())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -122,7 +132,7 @@ impl Drop for PendingGuard<'_> {
 impl PermissionEngine {
     /// An engine whose asks are shown through `asker`.
     pub fn new(asker: Arc<dyn PermissionAsker>) -> Self {
-        Self { sessions: Mutex::new(HashMap::new()), asker, ids: IdSource::random(now_ms()) }
+        Self { sessions: Mutex::new(HashMap::new()), asker, ids: IdSource::new(random_entropy()) }
     }
 
     /// Restores a session's rules approved by earlier "always" answers (for example from the

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use session_core::{AssistantMessage, CompactionPart, Identifier as _, PartKind, SessionId, TextPart};
+use session_core::{
+    AssistantMessage, CompactionPart, Identifier as _, MessageWithParts, PartKind, SessionId, TextPart,
+};
 use session_runtime::commands::CommandInput;
 use session_runtime::models::parse_model_ref;
 use session_runtime::sessions::Session;
@@ -14,7 +16,7 @@ use session_runtime::{PromptInput, Runtime, RuntimeError};
 use tokio::sync::mpsc;
 
 use crate::app::{App, Effect, PickerItem, PickerKind};
-use crate::transcript::NoteKind;
+use crate::transcript::{NoteKind, Transcript};
 
 /// The most bytes of a file `@path` attaches, and of a shell command's output.
 pub const MAX_ATTACHED_BYTES: usize = 256 * 1024;
@@ -229,7 +231,7 @@ pub async fn shell(command: &str, root: &Path) -> String {
 /// What a finished piece of work does to the UI.
 pub async fn finished(app: &mut App, done: Done, handles: &Handles) -> Result<()> {
     match done {
-        Done::Run(result) => crate::runner::run_outcome(app, result),
+        Done::Run(result) => run_outcome(app, result),
         Done::Shell { command, output } => {
             let shown: String = output.lines().take(200).collect::<Vec<_>>().join("\n");
             app.transcript
@@ -242,7 +244,7 @@ pub async fn finished(app: &mut App, done: Done, handles: &Handles) -> Result<()
         Done::Sessions(Err(error)) => {
             app.transcript.note(NoteKind::Error, format!("listing sessions: {error:#}"))
         }
-        Done::Open(Ok(id)) => match crate::runner::load(&handles.runtime, &id, handles.root.clone()).await {
+        Done::Open(Ok(id)) => match load(&handles.runtime, &id, handles.root.clone()).await {
             Ok((session, transcript)) => {
                 app.show_session(&session, transcript);
                 app.status.flash = Some(format!("session {}", id.as_str()));
@@ -272,4 +274,26 @@ pub async fn finished(app: &mut App, done: Done, handles: &Handles) -> Result<()
         Done::Exported(Err(error)) => app.transcript.note(NoteKind::Error, format!("export: {error:#}")),
     }
     Ok(())
+}
+
+/// The session's history and record, for showing it.
+pub(crate) async fn load(runtime: &Runtime, id: &SessionId, root: PathBuf) -> Result<(Session, Transcript)> {
+    let session = runtime.session(id).await?;
+    let history: Vec<MessageWithParts> = runtime.history(id).await?.messages;
+    let mut transcript = Transcript::new(id.clone(), root);
+    transcript.load(history, session.revert.clone());
+    Ok((session, transcript))
+}
+
+/// A run's result as the transcript shows it: errors the run itself did not show.
+pub(crate) fn run_outcome(app: &mut App, result: Result<AssistantMessage, RuntimeError>) {
+    if let Err(error) = result {
+        let text = match &error {
+            RuntimeError::Busy(_) => {
+                "the session is busy (a revert or another run); try again when it is idle".to_owned()
+            }
+            other => other.to_string(),
+        };
+        app.transcript.note(NoteKind::Error, text);
+    }
 }

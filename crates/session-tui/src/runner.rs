@@ -2,25 +2,21 @@
 //! each handled and followed by one frame. Nothing is drawn without a reason: a timer runs
 //! only while something on screen moves (a run, a running tool's elapsed time).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt as _;
-use session_core::{AssistantMessage, MessageWithParts, SessionId};
 use session_runtime::clock::{Clock as _, SystemClock};
-use session_runtime::sessions::Session;
-use session_runtime::{Assembled, Runtime, RuntimeError, RuntimeSetup};
+use session_runtime::{Assembled, RuntimeSetup};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::app::{App, Effect, PickerKind, Status};
 use crate::asker::AskReceiver;
-use crate::effects::{Done, Handles};
+use crate::effects::{Done, Handles, load};
 use crate::setup::{Choices, choices, open_session};
 use crate::terminal::TerminalGuard;
 use crate::theme::Theme;
-use crate::transcript::{NoteKind, Transcript};
 
 /// How `session tui` was asked to start.
 #[derive(Debug, Clone)]
@@ -37,15 +33,6 @@ pub struct TuiOptions {
     pub agent: Option<String>,
     /// The value of `NO_COLOR`.
     pub no_color: Option<String>,
-}
-
-/// The session's history and record, for showing it.
-pub(crate) async fn load(runtime: &Runtime, id: &SessionId, root: PathBuf) -> Result<(Session, Transcript)> {
-    let session = runtime.session(id).await?;
-    let history: Vec<MessageWithParts> = runtime.history(id).await?.messages;
-    let mut transcript = Transcript::new(id.clone(), root);
-    transcript.load(history, session.revert.clone());
-    Ok((session, transcript))
 }
 
 /// Runs the UI until the user quits; returns the exit code. The terminal is restored on every
@@ -202,18 +189,5 @@ async fn event_loop(
         }
         // A model picked in the picker brings its context window to the status line.
         app.status.context_limit = choices.context_limit(&app.status.model);
-    }
-}
-
-/// A run's result as the transcript shows it: errors the run itself did not show.
-pub(crate) fn run_outcome(app: &mut App, result: Result<AssistantMessage, RuntimeError>) {
-    if let Err(error) = result {
-        let text = match &error {
-            RuntimeError::Busy(_) => {
-                "the session is busy (a revert or another run); try again when it is idle".to_owned()
-            }
-            other => other.to_string(),
-        };
-        app.transcript.note(NoteKind::Error, text);
     }
 }

@@ -12,10 +12,10 @@
 //! session in its headers as every later one does (as OpenCode 1.18.34 names it); the caller creates the session
 //! with that id ([`RequestAhead::session_id`]).
 
+use session_core::permission::Rule;
 use session_core::{
     CreatedTime, IdGenerator, Message, MessageId, MessageWithParts, Part, PartId, SessionId, UserMessage,
 };
-use session_core::permission::Rule;
 use session_llm::{LlmRequest, LlmStream};
 use tokio_util::sync::CancellationToken;
 
@@ -63,7 +63,7 @@ impl RequestAhead {
         let catalog = sources.model_for(&prompt.model)?;
         // The session's own id, minted as the store would mint it: the request names it.
         let now = sources.clock.now_ms();
-        let session_id: SessionId = IdGenerator::new().next(now, &mut session_core::SplitMix::random(now));
+        let session_id: SessionId = IdGenerator::new().next(now, &mut super::clock::random_entropy(now));
         // The message and part ids are placeholders: no request carries them, and the
         // comparison on adoption would tell if one did.
         let message_id = MessageId::new_unchecked("msg_ahead");

@@ -1,6 +1,5 @@
 //! The in-process event bus (SPEC 14): every change a client may show, in order.
 
-use serde::Serialize;
 use session_core::{
     AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, QuestionId,
     SessionId, permission::PermissionAsk, permission::Reply, permission::Resolution,
@@ -12,110 +11,85 @@ use tokio::sync::broadcast;
 use super::question::QuestionRequest;
 use super::status::SessionStatus;
 
-/// One bus event, serialized as `{"type": "...", "properties": {...}}` like OpenCode's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", content = "properties")]
+/// One bus event: a plain Rust value. What clients read of it (OpenCode's `/event` shapes, the
+/// lines of `run --format events`) is built from it in the `wire` module.
+#[derive(Debug, Clone, PartialEq)]
 pub enum BusEvent {
     /// A session was created.
-    #[serde(rename = "session.created")]
     SessionCreated {
         /// The session.
         info: Box<Session>,
     },
     /// A session changed.
-    #[serde(rename = "session.updated")]
     SessionUpdated {
         /// The session.
         info: Box<Session>,
     },
     /// What the session changed in the working tree, per file, from its first step's snapshot
     /// to its last one (SPEC 13 summary diffs).
-    #[serde(rename = "session.diff")]
     SessionDiff {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The changed files (at most `session_core::summary::MAX_SUMMARY_FILES`).
         diff: Vec<FileDiff>,
     },
     /// A session's status changed.
-    #[serde(rename = "session.status")]
     SessionStatus {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// Its new status.
         status: SessionStatus,
     },
     /// A session went idle (deprecated twin of the idle status).
-    #[serde(rename = "session.idle")]
     SessionIdle {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
     },
     /// Processing failed.
-    #[serde(rename = "session.error")]
     SessionError {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The error.
         error: MessageError,
     },
     /// A compaction finished and the loop continues.
-    #[serde(rename = "session.compacted")]
     SessionCompacted {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
     },
     /// A message was created or changed.
-    #[serde(rename = "message.updated")]
     MessageUpdated {
         /// The message.
         info: Box<Message>,
     },
     /// A message was removed (revert cleanup).
-    #[serde(rename = "message.removed")]
     MessageRemoved {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The removed message.
-        #[serde(rename = "messageID")]
         message_id: MessageId,
     },
     /// A part was removed from a message that stays (revert cleanup).
-    #[serde(rename = "message.part.removed")]
     PartRemoved {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The message.
-        #[serde(rename = "messageID")]
         message_id: MessageId,
         /// The removed part.
-        #[serde(rename = "partID")]
         part_id: PartId,
     },
     /// A part was created or changed.
-    #[serde(rename = "message.part.updated")]
     PartUpdated {
         /// The part.
         part: Box<Part>,
     },
     /// Text was appended to a streaming part.
-    #[serde(rename = "message.part.delta")]
     PartDelta {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The message.
-        #[serde(rename = "messageID")]
         message_id: MessageId,
         /// The part.
-        #[serde(rename = "partID")]
         part_id: PartId,
         /// The field grown.
         field: String,
@@ -123,52 +97,39 @@ pub enum BusEvent {
         delta: String,
     },
     /// The todo tool wrote the session's todo list.
-    #[serde(rename = "todo.updated")]
     TodoUpdated {
         /// The session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The whole list as written.
         todos: Vec<Todo>,
     },
     /// A permission ask is waiting for an answer.
-    #[serde(rename = "permission.asked")]
     PermissionAsked(Box<PermissionAsk>),
     /// A permission ask was answered.
-    #[serde(rename = "permission.replied")]
     PermissionReplied {
         /// The asking session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The answered ask.
-        #[serde(rename = "permissionID")]
         permission_id: PermissionId,
         /// The answer.
         response: Reply,
     },
     /// The `question` tool is waiting for the user's answers.
-    #[serde(rename = "question.asked")]
     QuestionAsked(Box<QuestionRequest>),
     /// A question was answered.
-    #[serde(rename = "question.replied")]
     QuestionReplied {
         /// The asking session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The answered question.
-        #[serde(rename = "requestID")]
         request_id: QuestionId,
         /// One list of labels (or typed text) per question, in order.
         answers: Vec<Vec<String>>,
     },
     /// A question was dismissed, or withdrawn when its call was aborted.
-    #[serde(rename = "question.rejected")]
     QuestionRejected {
         /// The asking session.
-        #[serde(rename = "sessionID")]
         session_id: SessionId,
         /// The dismissed question.
-        #[serde(rename = "requestID")]
         request_id: QuestionId,
     },
 }

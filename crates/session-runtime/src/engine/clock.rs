@@ -1,11 +1,12 @@
-//! Sleeping and seeding, injected so tests run backoff without waiting. The clock trait is
+//! Time and sleeping, injected so tests run backoff without waiting (and seeding, session-store's
+//! `random_entropy`). The clock trait is
 //! session-core's and the system clock session-store's: one of each in the workspace.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 pub use session_core::{Clock, SplitMix};
-pub use session_store::SystemClock;
+pub use session_store::{SystemClock, random_entropy};
 
 /// Waits.
 #[async_trait]
@@ -23,10 +24,4 @@ impl Sleeper for TokioSleeper {
     async fn sleep(&self, duration: Duration) {
         tokio::time::sleep(duration).await;
     }
-}
-
-/// A generator seeded at random with `salt` mixed in: [`SplitMix::random`], the one seeding
-/// of the workspace.
-pub fn random_entropy(salt: u64) -> SplitMix {
-    SplitMix::random(salt)
 }

@@ -15,6 +15,7 @@ use session_tools::{QuestionAnswer, QuestionAsk, QuestionAsker, QuestionPrompt};
 use tokio::sync::oneshot;
 
 use super::bus::{Bus, BusEvent};
+use super::clock::random_entropy;
 use super::runtime::Runtime;
 
 /// A question waiting for its answer (the payload of `question.asked`, OpenCode's
@@ -65,7 +66,7 @@ impl Default for Questions {
             pending: Mutex::default(),
             bus: OnceLock::new(),
             clock: OnceLock::new(),
-            ids: IdSource::random(SystemClock.now_ms()),
+            ids: IdSource::new(random_entropy(SystemClock.now_ms())),
         }
     }
 }
@@ -241,10 +242,11 @@ mod tests {
         assert_eq!(questions.reply(&list[0].id, Vec::new()), Err(QuestionNotFound(list[0].id.clone())));
         let asked = events.recv().await.unwrap();
         assert_eq!(asked.name(), "question.asked");
-        let value = serde_json::to_value(&asked).unwrap();
+        let value = serde_json::to_value(crate::wire::Event::bus(&asked)).unwrap();
         assert_eq!(value["properties"]["sessionID"], "ses_a");
         assert_eq!(value["properties"]["questions"][0]["question"], "Q?");
-        let replied = serde_json::to_value(events.recv().await.unwrap()).unwrap();
+        let replied = events.recv().await.unwrap();
+        let replied = serde_json::to_value(crate::wire::Event::bus(&replied)).unwrap();
         assert_eq!(
             replied,
             serde_json::json!({"type": "question.replied", "properties": {
@@ -267,7 +269,8 @@ mod tests {
         assert_eq!(asking.await.unwrap(), Err(QuestionRejectedError));
         assert_eq!(questions.reject(&id), Err(QuestionNotFound(id.clone())));
         let _asked = events.recv().await.unwrap();
-        let rejected = serde_json::to_value(events.recv().await.unwrap()).unwrap();
+        let rejected = events.recv().await.unwrap();
+        let rejected = serde_json::to_value(crate::wire::Event::bus(&rejected)).unwrap();
         assert_eq!(
             rejected,
             serde_json::json!({"type": "question.rejected", "properties": {

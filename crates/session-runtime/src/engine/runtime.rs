@@ -16,7 +16,7 @@ use session_tools::ToolExecutor;
 use super::agent::Agent;
 use super::background::Background;
 use super::bus::{Bus, BusEvent};
-use super::clock::{Clock, Sleeper, SplitMix};
+use super::clock::{Clock, Sleeper, random_entropy};
 use super::error::RuntimeError;
 use super::history_mirror::HistoryMirror;
 use super::inputs::{ModelSource, ProviderEntry, RuntimeSettings};
@@ -79,7 +79,7 @@ impl std::fmt::Debug for Runtime {
 impl Runtime {
     /// A runtime over `parts`; [`Runtime::builder`] is the public way to make one.
     pub(crate) fn new(parts: RuntimeParts) -> Self {
-        let ids = IdSource::random(parts.clock.now_ms());
+        let ids = IdSource::new(random_entropy(parts.clock.now_ms()));
         let bus = Bus::default();
         parts.questions.connect(bus.clone(), parts.clock.clone());
         Self {
@@ -242,7 +242,7 @@ impl Runtime {
                 continue_loop_on_deny: self.settings.continue_loop_on_deny,
                 offered_tools: Some(callable_tools(offered)),
             },
-            Box::new(SplitMix::random(self.clock.now_ms())),
+            Box::new(random_entropy(self.clock.now_ms())),
         )
     }
 

@@ -208,7 +208,7 @@ async fn spec_14_the_todo_tool_publishes_todo_updated() {
         if let session_runtime::BusEvent::TodoUpdated { session_id, todos } = &event {
             assert_eq!(session_id, &session.id);
             updates.push(todos.iter().map(|t| (t.content.clone(), t.status.clone())).collect::<Vec<_>>());
-            let json = serde_json::to_value(&event).unwrap();
+            let json = serde_json::to_value(session_runtime::wire::Event::bus(&event)).unwrap();
             assert_eq!(json["type"], "todo.updated");
             assert_eq!(json["properties"]["todos"][1]["priority"], "low");
         }

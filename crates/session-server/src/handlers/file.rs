@@ -18,7 +18,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use session_tools::{Opened, PinnedPath, Workspace};
+use session_runtime::files::{Opened, PinnedPath, Workspace};
 
 use super::Shared;
 use crate::error::ServerError;
@@ -58,7 +58,7 @@ pub(crate) fn project_path(
         return Err(ServerError::Forbidden(format!("{field}: {requested:?} is outside the project")));
     }
     let relative = workspace.relative(&resolved.path);
-    if session_tools::in_git_folder(Path::new(&relative)) {
+    if session_runtime::files::in_git_folder(Path::new(&relative)) {
         return Err(ServerError::Forbidden(format!("{field}: {requested:?} is inside .git")));
     }
     let pinned = PinnedPath::open(&workspace, resolved).map_err(|e| malformed(format!("{field}: {e}")))?;
@@ -236,7 +236,7 @@ pub(crate) async fn find_file(
     let root = state.runtime.worktree().to_path_buf();
     let found = tokio::task::spawn_blocking(move || {
         let mut found: Vec<String> = Vec::new();
-        for entry in session_tools::walk_project(&root).flatten() {
+        for entry in session_runtime::files::walk_project(&root).flatten() {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             if (is_dir && !want_dirs) || (!is_dir && only_dirs) || entry.depth() == 0 {
                 continue;
@@ -325,12 +325,12 @@ pub(crate) async fn find_text(
         let Ok(base) = cap_std::fs::Dir::open_ambient_dir(&root, cap_std::ambient_authority()) else {
             return found;
         };
-        'files: for entry in session_tools::walk_project(&root).flatten() {
+        'files: for entry in session_runtime::files::walk_project(&root).flatten() {
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
             let Ok(relative) = entry.path().strip_prefix(&root) else { continue };
-            let Some((file, meta)) = session_tools::open_beneath(&base, relative) else { continue };
+            let Some((file, meta)) = session_runtime::files::open_beneath(&base, relative) else { continue };
             if !meta.is_file() || meta.len() > CONTENT_LIMIT {
                 continue;
             }

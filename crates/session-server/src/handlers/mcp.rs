@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use serde_json::{Map, Value, json};
-use session_mcp::{ServerState, ServerStatus};
+use session_runtime::mcp::{ServerState, ServerStatus};
 
 use super::Shared;
 use crate::error::ServerError;

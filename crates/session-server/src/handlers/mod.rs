@@ -24,7 +24,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use session_core::SessionId;
-use session_store::Session;
+use session_runtime::sessions::Session;
 
 use crate::error::ServerError;
 use crate::extract::parse_id;
@@ -37,7 +37,7 @@ type Shared = State<Arc<AppState>>;
 pub(crate) async fn find_session(state: &AppState, id: &str) -> Result<Session, ServerError> {
     let id: SessionId = parse_id(id, "id")?;
     state.store.get_session(&id).await.map_err(|error| match error {
-        session_store::StoreError::NotFound { .. } => {
+        session_runtime::sessions::StoreError::NotFound { .. } => {
             ServerError::NotFound(format!("session {id} not found"))
         }
         other => other.into(),

@@ -59,16 +59,37 @@ enum BodyPart {
 
 impl<'de> Deserialize<'de> for BodyPart {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Either shape; the untyped one takes whatever the typed one does not.
+        /// A `type` that is not a string: serde would read a number as a variant's index.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum NotText {
+            Flag(#[expect(dead_code, reason = "only the shape is checked")] bool),
+            Number(#[expect(dead_code, reason = "only the shape is checked")] serde_json::Number),
+            List(#[expect(dead_code, reason = "only the shape is checked")] Vec<IgnoredAny>),
+            Object(
+                #[expect(dead_code, reason = "only the shape is checked")]
+                std::collections::BTreeMap<String, IgnoredAny>,
+            ),
+            Null,
+        }
+        /// A part whose `type` is there but not a string.
+        #[derive(Deserialize)]
+        struct BadType {
+            #[serde(rename = "type")]
+            #[expect(dead_code, reason = "only the shape is checked")]
+            kind: NotText,
+        }
+        /// Every shape, tried in order; the untyped one takes whatever the others do not.
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Either {
+            BadType(#[expect(dead_code, reason = "only the shape is checked")] BadType),
             Typed(PromptPart),
             Untyped(IgnoredAny),
         }
         Ok(match Either::deserialize(deserializer)? {
             Either::Typed(part) => Self::Typed(part),
-            Either::Untyped(_) => Self::Untyped,
+            Either::BadType(_) | Either::Untyped(_) => Self::Untyped,
         })
     }
 }
@@ -176,7 +197,7 @@ pub(crate) fn file_part(
         if !mime.starts_with("image/") {
             return Ok(vec![PartKind::File(file)]);
         }
-        let (mut kept, omitted) = session_tools::fit_images(vec![file]);
+        let (mut kept, omitted) = session_runtime::files::fit_images(vec![file]);
         return match kept.pop() {
             Some(file) if omitted == 0 => Ok(vec![PartKind::File(file)]),
             _ => Err(ServerError::body(format!(
@@ -196,8 +217,8 @@ pub(crate) fn file_part(
     // The file is opened relative to its folder's handle; what it is and its size are checked
     // on the opened file.
     let file = match pinned.open_existing().map_err(|error| ServerError::body(format!("{field}: {error}")))? {
-        Some(session_tools::Opened::File { file, .. }) => file,
-        Some(session_tools::Opened::Folder(_)) => {
+        Some(session_runtime::files::Opened::File { file, .. }) => file,
+        Some(session_runtime::files::Opened::Folder(_)) => {
             return Err(ServerError::body(format!("{field}: {shown} is a folder, not a file")));
         }
         None => return Err(ServerError::body(format!("{field}: {shown} does not exist"))),
@@ -248,5 +269,20 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(&data[0], PartKind::File(f) if f.mime == "application/pdf"));
+    }
+
+    #[test]
+    fn a_part_whose_type_is_not_a_string_is_refused_as_untyped() {
+        for kind in [json!(0), json!(1), json!(true), json!(null), json!(["text"]), json!({"a": 1})] {
+            let part: BodyPart =
+                serde_json::from_value(json!({"type": kind, "text": "hi"})).unwrap_or_else(|e| panic!("{e}"));
+            assert!(matches!(part, BodyPart::Untyped), "{kind}: {part:?}");
+        }
+        let text: BodyPart =
+            serde_json::from_value(json!({"type": "text", "text": "hi"})).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(text, BodyPart::Typed(PromptPart::Text(_))), "{text:?}");
+        let missing: BodyPart =
+            serde_json::from_value(json!({"text": "hi"})).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(missing, BodyPart::Untyped), "{missing:?}");
     }
 }

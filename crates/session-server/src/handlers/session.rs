@@ -10,11 +10,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use session_core::permission::Rule;
 use session_core::{FileDiff, Identifier as _, MessageId, ModelRef, PartId, SessionId};
+use session_runtime::sessions::Todo;
+use session_runtime::sessions::{ListSessions, NewSession, SessionPatch};
 use session_runtime::sessions::{SessionStart, SessionStatus};
 use session_runtime::wire::{Event, SessionChange, SessionInfo};
 use session_runtime::{BusEvent, PromptInput};
-use session_store::{ListSessions, NewSession, SessionPatch};
-use session_tools::Todo;
 
 use axum::response::Response;
 
@@ -61,7 +61,7 @@ struct SessionModel {
     variant: Option<String>,
 }
 
-impl From<SessionModel> for session_store::SessionModel {
+impl From<SessionModel> for session_runtime::sessions::SessionModel {
     fn from(model: SessionModel) -> Self {
         Self { id: model.id, provider_id: model.provider_id, variant: model.variant }
     }
@@ -89,7 +89,7 @@ pub(crate) async fn create(
         return Err(ServerError::body("model: providerID and id must not be empty"));
     }
     let permission = body.permission;
-    let model = body.model.map(session_store::SessionModel::from);
+    let model = body.model.map(session_runtime::sessions::SessionModel::from);
     let Some(parent) = body.parent_id else {
         let start = SessionStart { id: None, title: body.title, permission, agent: body.agent, model };
         let session = state.runtime.start_session(start).await?;
@@ -98,7 +98,7 @@ pub(crate) async fn create(
     let parent_id: SessionId =
         SessionId::parse(&parent).map_err(|error| ServerError::body(format!("parentID: {error}")))?;
     let parent = state.store.get_session(&parent_id).await.map_err(|error| match error {
-        session_store::StoreError::NotFound { .. } => {
+        session_runtime::sessions::StoreError::NotFound { .. } => {
             ServerError::body(format!("parentID: session {parent_id} does not exist"))
         }
         other => other.into(),

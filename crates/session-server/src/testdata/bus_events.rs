@@ -10,7 +10,7 @@ fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
 
 /// Every kind of bus event, each with its optional fields filled.
 pub(crate) fn every_bus_event() -> Vec<BusEvent> {
-    let session: session_store::Session = from(json!({
+    let session: session_runtime::sessions::Session = from(json!({
         "id": "ses_01ABCdef", "slug": "calm-otter", "projectID": "p", "directory": "/w", "path": "",
         "parentID": "ses_01ABCdee", "cost": 0.0105,
         "tokens": {"input": 7, "output": 1, "reasoning": 0, "cache": {"read": 2, "write": 3}},
