@@ -387,24 +387,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn data_dir(
-    env: &std::collections::HashMap<String, String>,
-    home: Option<&std::path::Path>,
-) -> Result<PathBuf> {
-    if let Some(xdg) = env.get("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(xdg).join("session"));
-    }
-    home.map(|home| home.join(".local/share/session"))
-        .context("cannot find a data folder: set HOME or XDG_DATA_HOME")
-}
-
 /// The setup of a command in the working directory, from the process environment.
 fn setup_here(db: Option<String>) -> Result<session_cli::RuntimeSetup> {
     let env = session_cli::process_env::vars().clone();
     let home = env.get("HOME").map(PathBuf::from);
     Ok(session_cli::RuntimeSetup {
         cwd: std::env::current_dir().context("cannot read the working directory")?,
-        data_dir: data_dir(&env, home.as_deref())?,
+        data_dir: session_cli::process_env::data_dir(&env, home.as_deref())?,
         home,
         env,
         model: None,
@@ -500,7 +489,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 status_line: std::io::stderr().is_terminal(),
                 questions: interactive,
                 cwd: std::env::current_dir().context("cannot read the working directory")?,
-                data_dir: data_dir(&env, home.as_deref())?,
+                data_dir: session_cli::process_env::data_dir(&env, home.as_deref())?,
                 home,
                 env,
             };
@@ -510,7 +499,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Sessions { db, action } => {
             let env = session_cli::process_env::vars().clone();
             let home = env.get("HOME").map(PathBuf::from);
-            let data = data_dir(&env, home.as_deref())?;
+            let data = session_cli::process_env::data_dir(&env, home.as_deref())?;
             std::fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
             async_runtime()?.block_on(async move {
                 let store = session_cli::open_store(db.as_deref(), &data).await?;
@@ -569,7 +558,7 @@ fn run(command: Command) -> Result<ExitCode> {
             };
             let setup = session_cli::RuntimeSetup {
                 cwd: std::env::current_dir().context("cannot read the working directory")?,
-                data_dir: data_dir(&env, home.as_deref())?,
+                data_dir: session_cli::process_env::data_dir(&env, home.as_deref())?,
                 home,
                 env,
                 model: args.model,

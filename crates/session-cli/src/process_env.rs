@@ -2,6 +2,7 @@
 //! from here, so the runtime, the tools and the UI see one view of it.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 static VARS: OnceLock<HashMap<String, String>> = OnceLock::new();
@@ -15,6 +16,16 @@ pub fn vars() -> &'static HashMap<String, String> {
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
             .collect()
     })
+}
+
+/// The data folder (the database, logs, whole command outputs): `$XDG_DATA_HOME/session`,
+/// else `~/.local/share/session`.
+pub fn data_dir(env: &HashMap<String, String>, home: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(xdg) = env.get("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(xdg).join("session"));
+    }
+    home.map(|home| home.join(".local/share/session"))
+        .ok_or_else(|| anyhow::anyhow!("cannot find a data folder: set HOME or XDG_DATA_HOME"))
 }
 
 #[cfg(test)]

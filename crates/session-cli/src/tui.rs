@@ -42,7 +42,7 @@ pub fn default_log_file(tui: bool) -> Option<PathBuf> {
     }
     let env = session_cli::process_env::vars().clone();
     let home = env.get("HOME").map(PathBuf::from);
-    crate::data_dir(&env, home.as_deref()).ok().map(|dir| dir.join("tui.log"))
+    session_cli::process_env::data_dir(&env, home.as_deref()).ok().map(|dir| dir.join("tui.log"))
 }
 
 /// True when stdin and stdout are both terminals.
@@ -67,7 +67,7 @@ pub fn run(args: TuiArgs, help: impl FnOnce()) -> Result<ExitCode> {
     };
     let setup = session_cli::RuntimeSetup {
         cwd,
-        data_dir: crate::data_dir(&env, home.as_deref())?,
+        data_dir: session_cli::process_env::data_dir(&env, home.as_deref())?,
         home,
         model: args.model.clone(),
         base_url: args.base_url,
