@@ -25,6 +25,7 @@ mod render;
 mod replay;
 mod run;
 pub mod run_json;
+mod run_question;
 pub mod sandbox;
 pub mod serve;
 pub mod sessions;

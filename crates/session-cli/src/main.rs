@@ -487,6 +487,7 @@ fn run(command: Command) -> Result<ExitCode> {
                 thinking,
                 ask,
                 status_line: std::io::stderr().is_terminal(),
+                questions: interactive,
                 cwd: std::env::current_dir().context("cannot read the working directory")?,
                 data_dir: session_cli::process_env::data_dir(&env, home.as_deref())?,
                 home,

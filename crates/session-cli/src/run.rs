@@ -1,6 +1,6 @@
 //! `session run`: one prompt against a real provider, streamed to the terminal.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,11 +9,12 @@ use anyhow::{Context, Result, anyhow};
 use async_trait::async_trait;
 use rust_decimal::Decimal;
 use session_core::{
-    Identifier as _, Message, MessageId, PartKind, SessionId, permission::Action, permission::PermissionAsk,
-    permission::Reply, permission::Rule,
+    Identifier as _, Message, MessageId, PartKind, QuestionId, SessionId, permission::Action,
+    permission::PermissionAsk, permission::Reply, permission::Rule,
 };
 use session_runtime::clock::{Clock as _, SystemClock};
 use session_runtime::commands::CommandInput;
+use session_runtime::questions::QuestionRequest;
 use session_runtime::sessions::RequestAhead;
 pub use session_runtime::{Assembled, RuntimeSetup};
 use session_runtime::{BusEvent, PromptInput};
@@ -22,6 +23,7 @@ use session_tools::{PermissionAnswer, PermissionAsker};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::run_json::{RunFormat, RunOutput};
+use crate::run_question;
 use crate::status_line::StatusLine;
 
 /// Exit code of a run interrupted by the user.
@@ -75,6 +77,9 @@ pub struct RunOptions {
     pub ask: AskMode,
     /// Draw the spinner and the retry countdown on stderr (only when it is a terminal).
     pub status_line: bool,
+    /// Offer the `question` tool and ask its questions on the terminal (stdin and stderr are
+    /// one); without, a new session denies the tool as OpenCode's `run` does.
+    pub questions: bool,
     /// The working directory (the workspace).
     pub cwd: PathBuf,
     /// The user's home.
@@ -138,18 +143,34 @@ fn parse_answer(line: &str) -> PermissionAnswer {
     }
 }
 
-/// A question on the terminal waiting for its line.
-struct Waiting {
-    answer: oneshot::Sender<String>,
-    line: tokio::task::JoinHandle<std::io::Result<String>>,
+/// Who waits for what the terminal is asked.
+enum Asking {
+    /// A permission ask, for the typed line.
+    Permission(oneshot::Sender<String>),
+    /// A `question` request, for its answers.
+    Question(QuestionId),
 }
 
-/// The line typed for the waiting question (empty on a read error); never resolves without one.
-async fn typed(waiting: &mut Option<Waiting>) -> String {
+/// What the terminal answered.
+enum Typed {
+    /// The line typed for a permission ask.
+    Line(String),
+    /// A question request's answers; `None`: dismissed.
+    Answers(Option<Vec<Vec<String>>>),
+}
+
+/// A question on the terminal waiting for its line.
+struct Waiting {
+    asking: Asking,
+    line: tokio::task::JoinHandle<std::io::Result<Typed>>,
+}
+
+/// What was typed for the waiting question (`None` on a read error); never resolves without one.
+async fn typed(waiting: &mut Option<Waiting>) -> Option<Typed> {
     match waiting {
         Some(waiting) => match (&mut waiting.line).await {
-            Ok(Ok(line)) => line,
-            _ => String::new(),
+            Ok(Ok(typed)) => Some(typed),
+            _ => None,
         },
         None => std::future::pending().await,
     }
@@ -204,19 +225,21 @@ pub async fn open_store_with(
 /// Builds the runtime `session run` and `session serve` use (session-runtime's
 /// [`session_runtime::assemble`]) and prints the configuration's warnings.
 pub async fn assemble(setup: &RuntimeSetup, asker: Arc<dyn PermissionAsker>) -> Result<Assembled> {
-    assemble_sending(setup, asker, None).await
+    assemble_sending(setup, asker, None, &[]).await
 }
 
-/// [`assemble`] with the first request of `first`, a new session's first prompt, sent while
-/// the store opens ([`session_runtime::setup::assemble_sending`]).
+/// [`assemble`] with the first request of `first`, a new session's first prompt (the session
+/// to be created with `rules`), sent while the store opens
+/// ([`session_runtime::setup::assemble_sending`]).
 async fn assemble_sending(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
     first: Option<&PromptInput>,
+    rules: &[Rule],
 ) -> Result<Assembled> {
-    let mut assembled = session_runtime::setup::assemble_sending(setup, asker.clone(), first).await?;
+    let mut assembled = session_runtime::setup::assemble_sending(setup, asker.clone(), first, rules).await?;
     if crate::trust::ask_once(&assembled.warnings, &setup.cwd, &setup.env, setup.home.as_deref()) {
-        assembled = session_runtime::setup::assemble_sending(setup, asker, first).await?;
+        assembled = session_runtime::setup::assemble_sending(setup, asker, first, rules).await?;
     }
     for warning in &assembled.warnings {
         eprintln!("session: warning: {warning}");
@@ -325,7 +348,10 @@ async fn pick_session(
         // rules OpenCode's `run` gives its sessions.
         None => {
             let id = ahead.map(|ahead| ahead.session_id().clone());
-            (runtime.create_session_as(id, options.title.clone(), run_rules()).await?.id, true)
+            (
+                runtime.create_session_as(id, options.title.clone(), run_rules(options.questions)).await?.id,
+                true,
+            )
         }
     };
     if let Some(title) = options.title.as_ref().filter(|_| !created || options.fork) {
@@ -337,10 +363,12 @@ async fn pick_session(
 }
 
 /// The rules of a session `session run` starts, as OpenCode 1.18.34's `run` sets them: no one
-/// is there to answer a question or to switch into or out of plan mode.
-fn run_rules() -> Vec<Rule> {
+/// is there to answer a question or to switch into or out of plan mode. On a terminal the
+/// questions are asked there, so `question` stays allowed.
+fn run_rules(questions: bool) -> Vec<Rule> {
     ["question", "plan_enter", "plan_exit"]
         .into_iter()
+        .filter(|permission| !(questions && *permission == "question"))
         .map(|permission| Rule::new(permission, "*", Action::Deny))
         .collect()
 }
@@ -377,7 +405,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     let new_session = options.session.is_none() && !options.continue_latest && options.command.is_none();
     let first = new_session.then_some(&input);
     let Assembled { runtime, store, mcp, ahead, .. } =
-        assemble_sending(&setup, Arc::new(asker), first).await?;
+        assemble_sending(&setup, Arc::new(asker), first, &run_rules(options.questions)).await?;
     let (session_id, created) = pick_session(&options, &runtime, &store, ahead.as_ref()).await?;
     // The messages already there are not this run's: the totals count the run's own.
     let before: HashSet<MessageId> = match created {
@@ -414,7 +442,22 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
     // A question on the terminal, and the events that arrived while it waits.
     let mut waiting: Option<Waiting> = None;
     let mut held: Vec<BusEvent> = Vec::new();
+    // Question requests of the `question` tool, asked one at a time.
+    let mut due: VecDeque<QuestionRequest> = VecDeque::new();
     let result = loop {
+        if waiting.is_none()
+            && let Some(request) = due.pop_front()
+        {
+            status.pause();
+            renderer.end_line()?;
+            let id = request.id.clone();
+            let line = tokio::task::spawn_blocking(move || {
+                let answers =
+                    run_question::ask(&request, &mut std::io::stdin().lock(), &mut std::io::stderr())?;
+                Ok(Typed::Answers(answers))
+            });
+            waiting = Some(Waiting { asking: Asking::Question(id), line });
+        }
         tokio::select! {
             biased;
             () = &mut interrupt, if !interrupted => {
@@ -437,7 +480,9 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
                 let Some(question) = question else { continue };
                 // What was published before the ask (the tool's own line) comes first.
                 while let Ok(event) = events.try_recv() {
-                    show(&mut renderer, &mut status, &event)?;
+                    if !run_question::route(&event, &mut due, options.questions, &runtime) {
+                        show(&mut renderer, &mut status, &event)?;
+                    }
                 }
                 status.pause();
                 renderer.end_line()?;
@@ -447,13 +492,27 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
                     write!(stderr, "{text}")?;
                     stderr.flush()?;
                     let mut line = String::new();
-                    std::io::stdin().read_line(&mut line).map(|_| line)
+                    std::io::stdin().read_line(&mut line).map(|_| Typed::Line(line))
                 });
-                waiting = Some(Waiting { answer: question.answer, line });
+                waiting = Some(Waiting { asking: Asking::Permission(question.answer), line });
             }
-            line = typed(&mut waiting), if waiting.is_some() => {
+            typed = typed(&mut waiting), if waiting.is_some() => {
                 if let Some(done) = waiting.take() {
-                    let _ = done.answer.send(line);
+                    match (done.asking, typed) {
+                        (Asking::Permission(answer), Some(Typed::Line(line))) => {
+                            let _ = answer.send(line);
+                        }
+                        (Asking::Permission(answer), _) => {
+                            let _ = answer.send(String::new());
+                        }
+                        // A question withdrawn meanwhile (an interrupt) answers nothing.
+                        (Asking::Question(id), Some(Typed::Answers(Some(answers)))) => {
+                            let _ = runtime.reply_question(&id, answers);
+                        }
+                        (Asking::Question(id), _) => {
+                            let _ = runtime.reject_question(&id);
+                        }
+                    }
                 }
                 status.resume();
                 for event in std::mem::take(&mut held) {
@@ -462,6 +521,7 @@ pub async fn run_prompt(options: RunOptions, out: impl Write + Send + 'static) -
             }
             _ = countdown.tick(), if status.counting_down() => status.tick(SystemClock.now_ms()),
             event = events.recv() => match event {
+                Ok(event) if run_question::route(&event, &mut due, options.questions, &runtime) => {}
                 Ok(event) if waiting.is_some() => held.push(event),
                 Ok(event) => show(&mut renderer, &mut status, &event)?,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}

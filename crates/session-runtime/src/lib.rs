@@ -139,6 +139,17 @@ pub mod sessions {
     pub use session_tools::Todo;
 }
 
+/// Questions the `question` tool asks the user: the runtime's table of waiting questions
+/// ([`Runtime::questions`], [`Runtime::reply_question`], [`Runtime::reject_question`]) and the
+/// tool's types.
+pub mod questions {
+    pub use crate::engine::{QuestionNotFound, QuestionRequest, Questions};
+    pub use session_tools::{
+        QUESTION_TOOL, QuestionAnswer, QuestionAsk, QuestionAsker, QuestionOption, QuestionPrompt,
+        QuestionTool,
+    };
+}
+
 /// Permission asks and their answers: the engine a runtime's tools ask through
 /// ([`Runtime::permissions`], [`Runtime::reply_permission`]), the asker a client implements, and
 /// the answer it gives.

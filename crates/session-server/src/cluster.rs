@@ -216,6 +216,13 @@ impl Outbox {
             // Todo lists live in the process that runs the session's tools; the others read
             // them from no shared store, so there is nothing to tell them.
             BusEvent::TodoUpdated { .. } => return,
+            // Questions wait in the process whose tool asked them; another instance can
+            // neither list nor answer them.
+            BusEvent::QuestionAsked(_)
+            | BusEvent::QuestionReplied { .. }
+            | BusEvent::QuestionRejected { .. } => {
+                return;
+            }
             BusEvent::PermissionReplied { session_id, permission_id, response } => (
                 session_id,
                 NoticeBody::PermissionReplied { permission: permission_id.clone(), response: *response },

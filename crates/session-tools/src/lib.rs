@@ -64,6 +64,10 @@ pub use tools::{
     ReadTool, TodoWriteTool, WriteTool, builtin_registry, builtin_tools, walk_project,
 };
 pub use tools::{
+    QUESTION_TOOL, QuestionAnswer, QuestionAsk, QuestionAsker, QuestionOption, QuestionPrompt, QuestionTool,
+    question_output, question_title,
+};
+pub use tools::{
     SKILL_FILE, SKILL_FILES_LISTED, SKILL_TOOL, Skill, SkillTool, available_skills, skill_output,
     skills_prompt,
 };

@@ -68,6 +68,15 @@ pub enum Effect {
     Export,
     /// Open a picker (the runner lists its items).
     Picker(PickerKind),
+    /// Answer a question of the `question` tool.
+    ReplyQuestion {
+        /// The question request.
+        id: session_core::QuestionId,
+        /// One answer per question.
+        answers: Vec<Vec<String>>,
+    },
+    /// Dismiss a question request.
+    RejectQuestion(session_core::QuestionId),
 }
 
 /// An ask on screen, waiting for its answer.
@@ -160,6 +169,8 @@ pub struct App {
     pub asks: VecDeque<PendingAsk>,
     /// True while the prompt holds feedback for rejecting the shown ask.
     pub feedback: bool,
+    /// Question requests waiting, oldest first (the first is shown once no ask waits).
+    pub questions: VecDeque<crate::question::QuestionDialog>,
     /// An open picker.
     pub picker: Option<Picker>,
     /// `@path` completions under the prompt, and the selected one.
@@ -214,6 +225,7 @@ impl App {
             status,
             asks: VecDeque::new(),
             feedback: false,
+            questions: VecDeque::new(),
             picker: None,
             completion: None,
             files: None,
@@ -245,7 +257,7 @@ impl App {
     /// Applies a bus event; true when the screen changed.
     pub fn bus(&mut self, event: &BusEvent) -> bool {
         let mine = self.transcript.session().clone();
-        let changed = self.transcript.apply(event);
+        let changed = self.transcript.apply(event) | self.question_event(event);
         match event {
             BusEvent::SessionStatus { session_id, status } if session_id == &mine => {
                 self.status.state = Some(status.clone());
@@ -529,7 +541,11 @@ impl App {
                 return vec![Effect::Quit];
             }
             // With text in the prompt, the first Ctrl-C clears it.
-            if !self.prompt_text().is_empty() && self.asks.is_empty() && self.picker.is_none() {
+            if !self.prompt_text().is_empty()
+                && self.asks.is_empty()
+                && self.questions.is_empty()
+                && self.picker.is_none()
+            {
                 self.input = prompt_editor();
                 self.completion = None;
                 return Vec::new();
@@ -545,6 +561,9 @@ impl App {
         }
         if !self.asks.is_empty() {
             return self.ask_key(&key);
+        }
+        if !self.questions.is_empty() {
+            return self.question_key(&key);
         }
         if let Some((items, selected)) = &mut self.completion {
             match key.code {

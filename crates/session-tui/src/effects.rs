@@ -171,6 +171,16 @@ pub fn spawn(handles: &Handles, app: &mut App, effect: Effect, done: &mpsc::Unbo
                 let _ = done.send(Done::Exported(export(&runtime, &id, &root).await));
             });
         }
+        Effect::ReplyQuestion { id, answers } => {
+            if runtime.reply_question(&id, answers).is_err() {
+                app.status.flash = Some("that question is no longer waiting".to_owned());
+            }
+        }
+        Effect::RejectQuestion(id) => {
+            if runtime.reject_question(&id).is_ok() {
+                app.status.flash = Some("question dismissed".to_owned());
+            }
+        }
         // The loop handles these itself.
         Effect::Quit | Effect::Picker(_) => {}
     }

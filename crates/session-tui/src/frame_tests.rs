@@ -298,3 +298,52 @@ fn a_write_shows_the_content_it_wrote() {
     let shown = frame(&mut app(history), 80, 50);
     assert!(shown.contains("first note line") && shown.contains("second note line"), "{shown}");
 }
+
+#[test]
+fn a_question_dialog_in_its_own_area() {
+    use session_runtime::questions::{QuestionOption, QuestionPrompt, QuestionRequest};
+    let mut app = app(fixtures::sample_history());
+    let option = |label: &str, description: &str| QuestionOption {
+        label: label.to_owned(),
+        description: description.to_owned(),
+    };
+    let request = QuestionRequest {
+        id: session_core::QuestionId::new_unchecked("que_1"),
+        session_id: fixtures::session_id(),
+        questions: vec![
+            QuestionPrompt {
+                question: "Which checks should run before the commit?".to_owned(),
+                header: "Checks".to_owned(),
+                options: vec![
+                    option("Tests (Recommended)", "cargo test for the crates touched"),
+                    option("Clippy", "lints, warnings denied"),
+                    option("Format", "cargo fmt --check"),
+                ],
+                multiple: Some(true),
+            },
+            QuestionPrompt {
+                question: "Push afterwards?".to_owned(),
+                header: "Push".to_owned(),
+                options: vec![option("Yes", "to origin"), option("No", "keep it local")],
+                multiple: None,
+            },
+        ],
+        tool: None,
+    };
+    app.bus(&BusEvent::QuestionAsked(Box::new(request.clone())));
+    app.key(key(KeyCode::Char('1')), &fixtures::root());
+    app.key(key(KeyCode::Down), &fixtures::root());
+    let shown = frame(&mut app, 80, 24);
+    insta::assert_snapshot!(shown);
+    assert!(
+        shown.contains("[x] Tests (Recommended)") && shown.contains("4. Type your own answer"),
+        "{shown}"
+    );
+    app.key(key(KeyCode::Enter), &fixtures::root());
+    let second = frame(&mut app, 80, 24);
+    assert!(second.contains("Push (2/2)") && second.contains("1. Yes"), "{second}");
+    let effects = app.key(key(KeyCode::Char('2')), &fixtures::root());
+    let answers = vec![vec!["Tests (Recommended)".to_owned()], vec!["No".to_owned()]];
+    assert_eq!(effects, [Effect::ReplyQuestion { id: request.id, answers }]);
+    assert!(!frame(&mut app, 80, 24).contains(" question "), "the dialog closed");
+}

@@ -4,7 +4,7 @@
 //! permission asks go to the UI ([`asker`]), opens the session (`--session`, `--continue` or
 //! a new one) and draws, on every event and never without one, the transcript (markdown with
 //! coloured code, collapsed reasoning, one line per tool call that expands, diffs, patch
-//! summaries, compaction, errors and retries), the permission dialog in its own area, the
+//! summaries, compaction, errors and retries), the permission and question dialogs in their own area, the
 //! prompt (multi-line, history, large pastes, `@path` completion, `!command`) and the status
 //! line. Slash commands cover sessions, undo and redo (revert, unrevert), compaction, the
 //! model and agent pickers, export and help, plus the configured commands.
@@ -22,6 +22,7 @@ mod effects;
 pub mod fixtures;
 #[cfg(test)]
 mod frame_tests;
+pub mod question;
 pub mod render;
 mod runner;
 mod setup;

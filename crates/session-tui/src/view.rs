@@ -127,6 +127,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, now_ms: u64) {
         Some((format!(" {title} "), lines, false))
     } else if let Some(pending) = app.asks.front() {
         Some((" permission ".to_owned(), ask_lines(app, &pending.ask, width), true))
+    } else if let Some(dialog) = app.questions.front() {
+        let lines = dialog.lines(&theme, width, app.questions.len() - 1);
+        Some((" question ".to_owned(), lines, true))
     } else {
         app.completion.as_ref().map(|(items, selected)| {
             let lines = items

@@ -11,8 +11,8 @@ use session_tools::ToolExecutor;
 
 use super::models::StaticModels;
 use crate::engine::{
-    Agent, Clock, ModelSource, NoSnapshots, Runtime, RuntimeParts, RuntimeSettings, Sleeper, Snapshotter,
-    TokioSleeper,
+    Agent, Clock, ModelSource, NoSnapshots, Questions, Runtime, RuntimeParts, RuntimeSettings, Sleeper,
+    Snapshotter, TokioSleeper,
 };
 
 impl RuntimeSettings {
@@ -70,6 +70,7 @@ impl Runtime {
                 sleeper: Arc::new(TokioSleeper),
                 agents,
                 settings,
+                questions: Questions::new(),
             },
         }
     }
@@ -103,6 +104,14 @@ impl RuntimeBuilder {
     /// The agents by name, replacing the default `build`.
     pub fn agents(mut self, agents: BTreeMap<String, Agent>) -> Self {
         self.parts.agents = agents;
+        self
+    }
+
+    /// The question table a `question` tool registered with the tools asks through (default:
+    /// a fresh one, which no tool asks through); the runtime publishes its questions and answers
+    /// them ([`Runtime::reply_question`]).
+    pub fn questions(mut self, questions: Arc<Questions>) -> Self {
+        self.parts.questions = questions;
         self
     }
 

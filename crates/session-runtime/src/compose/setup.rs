@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use session_core::ModelRef;
+use session_core::permission::Rule;
 use session_llm::Catalog;
 use session_mcp::{McpManager, SandboxAt};
 use session_store::{DatabaseConfig, PgConfig, SqliteConfig, Store, StoreOptions};
 use session_tools::{
-    PermissionAsker, PermissionEngine, Sandbox, SkillTool, ToolExecutor, ToolOutputDir, Workspace,
-    builtin_registry,
+    PermissionAsker, PermissionEngine, QuestionTool, Sandbox, SkillTool, ToolExecutor, ToolOutputDir,
+    Workspace, builtin_registry,
 };
 
 use super::ComposeError;
@@ -26,7 +27,7 @@ use crate::config::{
     SkillSet, TrustList, discover_from, load, mcp_servers, skill_folders, user_config_dir,
 };
 use crate::engine::{
-    GitSnapshotter, ModelSource, NoSnapshots, PromptInput, RequestAhead, RequestSources, Runtime,
+    GitSnapshotter, ModelSource, NoSnapshots, PromptInput, Questions, RequestAhead, RequestSources, Runtime,
     RuntimeSettings, Snapshotter, SystemClock, TaskTool, parse_model_ref,
 };
 
@@ -213,11 +214,11 @@ pub async fn assemble(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
 ) -> Result<Assembled, ComposeError> {
-    assemble_sending(setup, asker, None).await
+    assemble_sending(setup, asker, None, &[]).await
 }
 
-/// [`assemble`], and with `first` (the first prompt of a session about to be created) its
-/// first step's request sent while the store opens ([`Assembled::ahead`]). Nothing is sent
+/// [`assemble`], and with `first` (the first prompt of a session about to be created with
+/// `session_rules`) its first step's request sent while the store opens ([`Assembled::ahead`]). Nothing is sent
 /// when an untrusted project's config was cut down (the caller may load it again in full),
 /// nor when the prompt would fail before it is stored.
 ///
@@ -227,6 +228,7 @@ pub async fn assemble_sending(
     setup: &RuntimeSetup,
     asker: Arc<dyn PermissionAsker>,
     first: Option<&PromptInput>,
+    session_rules: &[Rule],
 ) -> Result<Assembled, ComposeError> {
     let (sources, resolver) = config_sources(setup);
     let loaded = load(&sources, &resolver)?;
@@ -305,6 +307,11 @@ pub async fn assemble_sending(
     // session-tools' skill tool).
     registry.register_builtin(task.clone());
     registry.register_builtin(Arc::new(SkillTool::new(skills.tool_skills())));
+    // Questions wait in the runtime's table until a client answers (the server's routes, the
+    // terminal UI, `session run` on a terminal); the agents' `question` rule turns the tool
+    // off where nobody would (`session run` without a terminal denies it).
+    let questions = Questions::new();
+    registry.register_builtin(Arc::new(QuestionTool::new(questions.clone())));
     // MCP servers start when the first model request needs tools, not here.
     // Local servers whose config says `sandbox: true` run under the same sandbox.
     let mcp = Arc::new(McpManager::confined(mcp_specs(&config, setup, &sources)?, at));
@@ -359,7 +366,7 @@ pub async fn assemble_sending(
                 clock: &SystemClock,
             };
             // A prompt that cannot be sent fails the same way when the run stores it.
-            RequestAhead::send(sources, input).await.ok()
+            RequestAhead::send(sources, input, session_rules).await.ok()
         }
         None => None,
     };
@@ -375,6 +382,7 @@ pub async fn assemble_sending(
         .models(models)
         .snapshots(snapshots)
         .agents(agents)
+        .questions(questions)
         .build();
     let runtime = Arc::new(runtime);
     task.attach(&runtime);

@@ -12,12 +12,14 @@
 //! session in its headers as every later one does (as OpenCode 1.18.34 names it); the caller creates the session
 //! with that id ([`RequestAhead::session_id`]).
 
+use session_core::permission::Rule;
 use session_core::{
     CreatedTime, IdGenerator, Message, MessageId, MessageWithParts, Part, PartId, SessionId, UserMessage,
 };
 use session_llm::{LlmRequest, LlmStream};
 use tokio_util::sync::CancellationToken;
 
+use super::agent::with_session_rules;
 use super::error::RuntimeError;
 use super::inputs::PromptInput;
 use super::request::{RequestSources, StepRequest};
@@ -48,9 +50,14 @@ impl std::fmt::Debug for RequestAhead {
 }
 
 impl RequestAhead {
-    /// Sends the request the first step of a new session with `input` as its first prompt
-    /// sends. Fails as storing the prompt would (an unknown agent, variant or model).
-    pub(crate) async fn send(sources: RequestSources<'_>, input: &PromptInput) -> Result<Self, RuntimeError> {
+    /// Sends the request the first step of a new session with `input` as its first prompt,
+    /// created with `session_rules`, sends. Fails as storing the prompt would (an unknown agent,
+    /// variant or model).
+    pub(crate) async fn send(
+        sources: RequestSources<'_>,
+        input: &PromptInput,
+        session_rules: &[Rule],
+    ) -> Result<Self, RuntimeError> {
         let prompt = sources.resolve_prompt(input)?;
         let provider = sources.provider_for(&prompt.model)?;
         let catalog = sources.model_for(&prompt.model)?;
@@ -88,7 +95,9 @@ impl RequestAhead {
             .request(StepRequest {
                 session_id: &session_id,
                 messages: &messages,
-                agent: prompt.agent,
+                // The session's rules turn tools off as they will for the step (`session
+                // run` denies `question` without a terminal).
+                agent: &with_session_rules(prompt.agent, session_rules),
                 model: &prompt.model,
                 provider: &provider,
                 catalog: &catalog,
@@ -128,6 +137,6 @@ impl super::runtime::Runtime {
     /// this prompt's: for any other the step finds a different request and the early one is
     /// wasted.
     pub async fn send_ahead(&self, input: &PromptInput) -> Result<RequestAhead, RuntimeError> {
-        RequestAhead::send(self.sources(), input).await
+        RequestAhead::send(self.sources(), input, &[]).await
     }
 }

@@ -1,13 +1,14 @@
 //! The in-process event bus (SPEC 14): every change a client may show, in order.
 
 use session_core::{
-    AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, SessionId,
-    permission::PermissionAsk, permission::Reply, permission::Resolution,
+    AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, QuestionId,
+    SessionId, permission::PermissionAsk, permission::Reply, permission::Resolution,
 };
 use session_store::Session;
 use session_tools::Todo;
 use tokio::sync::broadcast;
 
+use super::question::QuestionRequest;
 use super::status::SessionStatus;
 
 /// One bus event: a plain Rust value. What clients read of it (OpenCode's `/event` shapes, the
@@ -113,6 +114,24 @@ pub enum BusEvent {
         /// The answer.
         response: Reply,
     },
+    /// The `question` tool is waiting for the user's answers.
+    QuestionAsked(Box<QuestionRequest>),
+    /// A question was answered.
+    QuestionReplied {
+        /// The asking session.
+        session_id: SessionId,
+        /// The answered question.
+        request_id: QuestionId,
+        /// One list of labels (or typed text) per question, in order.
+        answers: Vec<Vec<String>>,
+    },
+    /// A question was dismissed, or withdrawn when its call was aborted.
+    QuestionRejected {
+        /// The asking session.
+        session_id: SessionId,
+        /// The dismissed question.
+        request_id: QuestionId,
+    },
 }
 
 impl BusEvent {
@@ -134,6 +153,9 @@ impl BusEvent {
             Self::TodoUpdated { .. } => "todo.updated",
             Self::PermissionAsked(_) => "permission.asked",
             Self::PermissionReplied { .. } => "permission.replied",
+            Self::QuestionAsked(_) => "question.asked",
+            Self::QuestionReplied { .. } => "question.replied",
+            Self::QuestionRejected { .. } => "question.rejected",
         }
     }
 

@@ -14,6 +14,7 @@ mod history_mirror;
 mod housekeeping;
 mod inputs;
 mod prompt;
+mod question;
 mod request;
 mod revert;
 mod runs;
@@ -41,6 +42,7 @@ pub use clock::{Clock, Sleeper, SplitMix, SystemClock, TokioSleeper, random_entr
 pub use command::{CommandInput, expand_template};
 pub use error::RuntimeError;
 pub use inputs::{ModelSource, PromptInput, ProviderEntry, RuntimeSettings, parse_model_ref};
+pub use question::{QuestionNotFound, QuestionRequest, Questions};
 pub(crate) use request::RequestSources;
 pub use runtime::Runtime;
 pub(crate) use runtime::RuntimeParts;

@@ -20,6 +20,7 @@ use super::clock::{Clock, Sleeper, random_entropy};
 use super::error::RuntimeError;
 use super::history_mirror::HistoryMirror;
 use super::inputs::{ModelSource, ProviderEntry, RuntimeSettings};
+use super::question::Questions;
 use super::request::RequestSources;
 use super::runs::RunTable;
 use super::snapshot::Snapshotter;
@@ -44,6 +45,8 @@ pub(crate) struct RuntimeParts {
     pub(crate) agents: BTreeMap<String, Agent>,
     /// Loop settings.
     pub(crate) settings: RuntimeSettings,
+    /// The questions the `question` tool (when registered) waits on.
+    pub(crate) questions: Arc<Questions>,
 }
 
 /// The engine: runs prompts through the agent loop.
@@ -62,6 +65,8 @@ pub struct Runtime {
     pub(super) background: Background,
     /// Summary diffs being computed, per session.
     pub(super) summaries: Summaries,
+    /// Questions waiting for the user.
+    pub(super) questions: Arc<Questions>,
     ids: IdSource,
 }
 
@@ -75,6 +80,8 @@ impl Runtime {
     /// A runtime over `parts`; [`Runtime::builder`] is the public way to make one.
     pub(crate) fn new(parts: RuntimeParts) -> Self {
         let ids = IdSource::new(random_entropy(parts.clock.now_ms()));
+        let bus = Bus::default();
+        parts.questions.connect(bus.clone(), parts.clock.clone());
         Self {
             store: parts.store,
             models: parts.models,
@@ -84,10 +91,11 @@ impl Runtime {
             sleeper: parts.sleeper,
             agents: parts.agents,
             settings: parts.settings,
-            bus: Bus::default(),
+            bus,
             runs: RunTable::default(),
             background: Background::default(),
             summaries: Summaries::default(),
+            questions: parts.questions,
             ids,
         }
     }

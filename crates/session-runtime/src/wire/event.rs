@@ -6,12 +6,15 @@
 
 use serde::Serialize;
 use session_core::permission::{PermissionAsk, Reply};
-use session_core::{FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, SessionId};
+use session_core::{
+    FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, QuestionId, SessionId,
+};
 use session_store::Session;
 use session_tools::Todo;
 
 use super::SessionInfo;
 use crate::BusEvent;
+use crate::questions::QuestionRequest;
 use crate::sessions::SessionStatus;
 
 /// One event, serialized as `{"type": "...", "properties": {...}}`.
@@ -69,6 +72,15 @@ pub enum Event<'a> {
     /// A permission ask was answered.
     #[serde(rename = "permission.replied")]
     PermissionReplied(PermissionReply<'a>),
+    /// The `question` tool is waiting for answers.
+    #[serde(rename = "question.asked")]
+    QuestionAsked(&'a QuestionRequest),
+    /// A question was answered.
+    #[serde(rename = "question.replied")]
+    QuestionReplied(QuestionReply<'a>),
+    /// A question was dismissed (or withdrawn by an abort).
+    #[serde(rename = "question.rejected")]
+    QuestionRejected(QuestionRejection<'a>),
 }
 
 /// An event with its id: `{"id", "type", "properties"}`, as `GET /event` sends it.
@@ -238,6 +250,30 @@ pub enum PermissionReply<'a> {
     },
 }
 
+/// `question.replied`: `{sessionID, requestID, answers}` in both shapes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuestionReply<'a> {
+    /// The asking session.
+    #[serde(rename = "sessionID")]
+    pub session_id: &'a SessionId,
+    /// The answered question.
+    #[serde(rename = "requestID")]
+    pub request_id: &'a QuestionId,
+    /// One list of labels (or typed text) per question.
+    pub answers: &'a [Vec<String>],
+}
+
+/// `question.rejected`: `{sessionID, requestID}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuestionRejection<'a> {
+    /// The asking session.
+    #[serde(rename = "sessionID")]
+    pub session_id: &'a SessionId,
+    /// The dismissed question.
+    #[serde(rename = "requestID")]
+    pub request_id: &'a QuestionId,
+}
+
 /// Which shape an event is built in.
 enum Shape<'f> {
     /// The bus's own fields.
@@ -278,6 +314,9 @@ impl<'a> Event<'a> {
             Self::TodoUpdated(_) => "todo.updated",
             Self::PermissionAsked(_) => "permission.asked",
             Self::PermissionReplied(_) => "permission.replied",
+            Self::QuestionAsked(_) => "question.asked",
+            Self::QuestionReplied(_) => "question.replied",
+            Self::QuestionRejected(_) => "question.rejected",
         }
     }
 
@@ -335,6 +374,13 @@ impl<'a> Event<'a> {
                 } else {
                     PermissionReply::Bus { session_id, permission_id, response: *response }
                 })
+            }
+            BusEvent::QuestionAsked(request) => Self::QuestionAsked(request),
+            BusEvent::QuestionReplied { session_id, request_id, answers } => {
+                Self::QuestionReplied(QuestionReply { session_id, request_id, answers })
+            }
+            BusEvent::QuestionRejected { session_id, request_id } => {
+                Self::QuestionRejected(QuestionRejection { session_id, request_id })
             }
         }
     }

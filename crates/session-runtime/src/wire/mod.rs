@@ -14,7 +14,8 @@ mod session;
 
 pub use event::{
     Connected, Event, MessageChange, MessageRemoval, PartChange, PartDelta, PartRemoval, PermissionReply,
-    SessionChange, SessionDiff, SessionFailure, SessionRef, SessionStatusChange, Stamped, TodoChange,
+    QuestionRejection, QuestionReply, SessionChange, SessionDiff, SessionFailure, SessionRef,
+    SessionStatusChange, Stamped, TodoChange,
 };
 pub use prompt::{FileInput, PromptPart, TextInput};
 pub use run_line::{RunLine, RunLineKind};

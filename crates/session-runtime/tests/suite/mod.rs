@@ -8,6 +8,7 @@ mod long;
 mod loopback;
 mod mcp_cwd;
 mod process;
+mod question;
 mod revert;
 mod snapshot;
 mod snapshot_gc;

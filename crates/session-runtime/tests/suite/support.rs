@@ -18,6 +18,7 @@ use session_core::{
 use session_llm::{Api, CatalogModel, HttpProvider, Provider, ReqwestTransport};
 use session_runtime::agents::Agent;
 use session_runtime::clock::{Clock, Sleeper, SystemClock};
+use session_runtime::questions::{QuestionTool, Questions};
 use session_runtime::snapshot::{HousekeepingReport, NoSnapshots, Snapshotter};
 use session_runtime::{ModelSource, ProviderEntry, Runtime, RuntimeSettings};
 use session_store::{SqliteConfig, SqliteStore, Store, StoreOptions};
@@ -130,6 +131,8 @@ pub struct Setup {
     pub steps: Option<u32>,
     /// The compaction agent's model.
     pub compaction_model: Option<ModelRef>,
+    /// Register the `question` tool, asking through the runtime's question table.
+    pub questions: bool,
 }
 
 pub const BIG: ModelLimit = ModelLimit { context: 200_000, input: None, output: 8_000 };
@@ -148,6 +151,7 @@ impl Setup {
             seed_files: true,
             steps: None,
             compaction_model: None,
+            questions: false,
         }
     }
 }
@@ -185,8 +189,12 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
     let asker =
         Arc::new(FixedAsker { reply: setup.reply, asked: Mutex::default(), asked_calls: Mutex::default() });
     let permissions = Arc::new(PermissionEngine::new(asker.clone()));
-    let tools =
-        Arc::new(ToolExecutor::new(builtin_registry().unwrap(), Workspace::new(&work).unwrap(), permissions));
+    let questions = Questions::new();
+    let mut registry = builtin_registry().unwrap();
+    if setup.questions {
+        registry.register_builtin(Arc::new(QuestionTool::new(questions.clone())));
+    }
+    let tools = Arc::new(ToolExecutor::new(registry, Workspace::new(&work).unwrap(), permissions));
     let sleeper = Arc::new(RecordingSleeper::default());
     let snapshot_tracks = Arc::new(AtomicUsize::new(0));
     let snapshots: Arc<dyn Snapshotter> = if setup.snapshots {
@@ -220,6 +228,7 @@ pub async fn rig_at(root: &Path, setup: Setup) -> Rig {
         .clock(setup.clock)
         .sleeper(sleeper.clone())
         .agents(agents)
+        .questions(questions)
         .build();
     Rig { runtime, store, sleeper, asker, work, snapshot_tracks, _dir: None }
 }

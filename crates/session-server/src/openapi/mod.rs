@@ -282,7 +282,8 @@ pub(crate) fn document(
                         "server.connected", "session.created", "session.updated", "session.deleted",
                         "session.diff", "session.status", "session.idle", "session.error", "session.compacted",
                         "message.updated", "message.removed", "message.part.updated", "message.part.delta",
-                        "message.part.removed", "todo.updated", "permission.asked", "permission.replied"]},
+                        "message.part.removed", "todo.updated", "permission.asked", "permission.replied",
+                        "question.asked", "question.replied", "question.rejected"]},
                     "properties": {"type": "object"}}},
                 "MCPStatus": {"type": "object", "required": ["status"], "properties": {
                     "status": {"enum": ["connected", "failed", "disabled", "pending"]}, "error": {"type": "string"}}},
@@ -312,6 +313,9 @@ fn more_schemas() -> Vec<(&'static str, Value)> {
         ("FileDiff", json!({"type": "object", "required": ["additions", "deletions"]})),
         ("LocationInfo", json!({"type": "object", "required": ["directory", "project"]})),
     ]
+    .into_iter()
+    .chain(question::schemas())
+    .collect()
 }
 
 #[cfg(test)]

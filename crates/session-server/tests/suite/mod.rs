@@ -3,5 +3,6 @@
 mod attacks;
 mod file_races;
 mod git_status;
+mod question;
 mod routes;
 mod support;

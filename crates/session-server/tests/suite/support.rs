@@ -10,6 +10,7 @@ use session_core::{ModelRef, overflow::ModelLimit, permission::AgentPaths};
 use session_llm::{Api, CatalogModel, HttpProvider, ReqwestTransport, Script};
 use session_runtime::agents::Agent;
 use session_runtime::config::{Config, LoadedSkill, Skill, SkillScope, SkillSet};
+use session_runtime::questions::{QuestionTool, Questions};
 use session_runtime::snapshot::{GitSnapshotter, NoSnapshots, Snapshotter};
 use session_runtime::{ModelSource, ProviderEntry, Runtime, RuntimeSettings};
 use session_server::{Access, BusAsker, ServerParts};
@@ -82,7 +83,11 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
     let asker = Arc::new(BusAsker::new());
     let permissions = Arc::new(PermissionEngine::new(asker.clone()));
     let workspace = Workspace::new(&cwd).unwrap().with_home(root);
-    let tools = ToolExecutor::new(builtin_registry().unwrap(), workspace, permissions.clone());
+    // As `session serve` assembles it: the `question` tool asks through the runtime's table.
+    let questions = Questions::new();
+    let mut registry = builtin_registry().unwrap();
+    registry.register_builtin(Arc::new(QuestionTool::new(questions.clone())));
+    let tools = ToolExecutor::new(registry, workspace, permissions.clone());
     let snapshots: Arc<dyn Snapshotter> = match GitSnapshotter::open(&cwd, &data).await {
         Some(git) => Arc::new(git),
         None => Arc::new(NoSnapshots),
@@ -111,6 +116,7 @@ async fn runtime(root: &Path, provider: &TestServer, access: Access) -> ServerPa
             .models(Arc::new(models))
             .snapshots(snapshots)
             .agents(agents)
+            .questions(questions)
             .build(),
     );
     asker.attach(runtime.bus().clone());

@@ -6,6 +6,7 @@ mod files;
 mod glob;
 mod grep;
 mod invalid;
+mod question;
 mod read;
 mod search;
 mod skill;
@@ -29,6 +30,10 @@ pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use invalid::InvalidTool;
+pub use question::{
+    QUESTION_TOOL, QuestionAnswer, QuestionAsk, QuestionAsker, QuestionOption, QuestionPrompt, QuestionTool,
+    question_output, question_title,
+};
 pub use read::{MAX_LINE_LENGTH, MAX_READ_BYTES, ReadTool};
 pub use search::{RESULT_LIMIT, walk_project};
 pub use skill::{
