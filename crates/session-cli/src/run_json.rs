@@ -430,6 +430,17 @@ mod tests {
                 permission_id: from(json!("per_1")),
                 response: session_core::permission::Reply::Always,
             },
+            BusEvent::QuestionAsked(Box::new(from(json!({
+                "id": "que_1", "sessionID": "ses_01ABCdef",
+                "questions": [{"question": "Which?", "header": "Pick", "multiple": true,
+                    "options": [{"label": "A", "description": "first"}]}],
+                "tool": {"messageID": "msg_1", "callID": "call_1"}})))),
+            BusEvent::QuestionReplied {
+                session_id: id(),
+                request_id: from(json!("que_1")),
+                answers: vec![vec!["A".into(), "my own".into()]],
+            },
+            BusEvent::QuestionRejected { session_id: id(), request_id: from(json!("que_1")) },
         ]
     }
 }
