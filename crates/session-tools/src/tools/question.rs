@@ -141,6 +141,38 @@ pub fn question_output(questions: &[QuestionPrompt], answers: &[QuestionAnswer])
     )
 }
 
+/// Questions one call may ask: a dialog, not a form (OpenCode sets no bound; a hostile model
+/// could otherwise make the user's dialog and the pending list arbitrarily large).
+pub const MAX_QUESTIONS: usize = 16;
+
+/// Options one question may offer.
+pub const MAX_OPTIONS: usize = 64;
+
+/// Characters of one question, header, label or description.
+pub const MAX_TEXT_CHARS: usize = 4_000;
+
+/// Why `questions` is larger than a dialog shows, in the words the model reads.
+fn oversized(questions: &[QuestionPrompt]) -> Option<String> {
+    if questions.len() > MAX_QUESTIONS {
+        return Some(format!("at most {MAX_QUESTIONS} questions per call, not {}", questions.len()));
+    }
+    for (index, question) in questions.iter().enumerate() {
+        if question.options.len() > MAX_OPTIONS {
+            return Some(format!(
+                "questions[{index}]: at most {MAX_OPTIONS} options, not {}",
+                question.options.len()
+            ));
+        }
+        let texts = [&question.question, &question.header]
+            .into_iter()
+            .chain(question.options.iter().flat_map(|option| [&option.label, &option.description]));
+        if texts.into_iter().any(|text| text.chars().count() > MAX_TEXT_CHARS) {
+            return Some(format!("questions[{index}]: each text at most {MAX_TEXT_CHARS} characters"));
+        }
+    }
+    None
+}
+
 /// The part's title: `Asked 1 question`, `Asked 2 questions`.
 pub fn question_title(count: usize) -> String {
     format!("Asked {count} question{}", if count > 1 { "s" } else { "" })
@@ -154,6 +186,9 @@ impl TypedTool for QuestionTool {
 
     // OpenCode 1.18.34's tool asks no permission: the `question` rule only turns it off.
     async fn run(&self, args: QuestionArgs, ctx: &ToolContext) -> Result<ToolSuccess, ToolError> {
+        if let Some(details) = oversized(&args.questions) {
+            return Err(ToolError::InvalidArguments { tool: QUESTION_TOOL.to_owned(), details });
+        }
         let ask = QuestionAsk {
             session_id: ctx.session_id().clone(),
             questions: args.questions.clone(),

@@ -206,3 +206,36 @@ fn blank_descriptions(value: &mut Value) {
         _ => {}
     }
 }
+
+#[tokio::test]
+async fn an_oversized_question_fails_without_reaching_the_user() {
+    let asker = Arc::new(Scripted {
+        answers: Some(vec![vec!["A".to_owned()]]),
+        hang: false,
+        asked: Mutex::default(),
+    });
+    let many_options: Vec<Value> =
+        (0..=MAX_OPTIONS).map(|i| json!({"label": format!("o{i}"), "description": "d"})).collect();
+    let too_many_questions: Vec<Value> =
+        (0..=MAX_QUESTIONS).map(|_| json!({"question": "Q", "header": "H", "options": []})).collect();
+    let cases = [
+        (json!({"questions": too_many_questions}), "at most 16 questions"),
+        (
+            json!({"questions": [{"question": "Q", "header": "H", "options": many_options}]}),
+            "at most 64 options",
+        ),
+        (
+            json!({"questions": [{"question": "Q".repeat(MAX_TEXT_CHARS + 1), "header": "H", "options": []}]}),
+            "at most 4000 characters",
+        ),
+    ];
+    for (input, expected) in cases {
+        let error = call(asker.clone(), input, CancellationToken::new()).await.unwrap_err();
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+    assert!(asker.asked.lock().unwrap().is_empty(), "no oversized question reached the user");
+    // The control: a question within the bounds is asked.
+    let within = json!({"questions": [{"question": "Q", "header": "H", "options": [{"label": "A", "description": "d"}]}]});
+    call(asker.clone(), within, CancellationToken::new()).await.unwrap();
+    assert_eq!(asker.asked.lock().unwrap().len(), 1);
+}
