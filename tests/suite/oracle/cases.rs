@@ -368,6 +368,19 @@ pub(crate) fn all() -> Vec<Case> {
         ]))
         .file("a.txt", "a\n")
         .file("sub/b.txt", "b\n"),
+        Case::new("grep_no_match", "grep that finds nothing", "Find", json!([
+            {"calls": [{"name": "grep", "arguments": {"pattern": "absent-word"}}]}, done_turn()
+        ]))
+        .file("a.txt", "hay\n"),
+        Case::new("glob_no_match", "glob that finds nothing", "Glob", json!([
+            {"calls": [{"name": "glob", "arguments": {"pattern": "**/*.rs"}}]}, done_turn()
+        ]))
+        .file("a.txt", "a\n"),
+        Case::new("read_range", "read of two lines from the middle", "Read", json!([
+            {"calls": [{"name": "read", "arguments": {"filePath": "{cwd}/notes.txt", "offset": 2, "limit": 2}}]},
+            done_turn()
+        ]))
+        .file("notes.txt", "alpha\nbeta\ngamma\ndelta\n"),
         Case::new("bash_title", "item 8: bash title and metadata", "Echo", json!([
             {"calls": [bash("echo titled")]}, done_turn()
         ])),
