@@ -2,6 +2,9 @@
 //! given on `session run`'s terminal, in the terminal UI's dialog, or in OpenCode's own UI
 //! attached to `session serve` reaches the model's next request in OpenCode's words.
 
+use std::path::Path;
+use std::time::Duration;
+
 use serde_json::Value;
 use session_llm::{RequestKind, Script};
 use session_testkit::TestServer;
@@ -134,4 +137,54 @@ async fn the_tui_dialog_shows_the_question_and_a_key_answers_it() {
     assert_eq!(code, Some(0), "{raw}");
     assert_answer_reached_the_model(&server, "SQLite");
     server.shutdown().await;
+}
+
+/// OpenCode's own UI, `opencode attach`, in tmux against `session serve`: the walk of
+/// `opencode_attach_answers_the_question_in_its_dialog`, off the async workers (it blocks).
+fn drive_opencode(dir: &Path, base_url: &str) {
+    use crate::opencode_tui::{Tmux, get, wait_until};
+    let project = dir.join("project");
+    session_e2e::mock_project_with(&project, base_url, 32_000, 4_000, serde_json::Map::new()).unwrap();
+    let git = std::process::Command::new("git").args(["init", "-q"]).current_dir(&project).status();
+    assert!(git.unwrap().success());
+    let server = session_e2e::start_serve(&project, dir, &["--model", "mock/m"]).unwrap();
+    let home = dir.join("opencode-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let env = format!(
+        "env HOME={h} XDG_CONFIG_HOME={h}/.config XDG_DATA_HOME={h}/.local/share XDG_CACHE_HOME={h}/.cache \
+         OPENCODE_DISABLE_AUTOUPDATE=1 TERM=xterm-256color",
+        h = home.display()
+    );
+    let binary = crate::opencode_cli::opencode_binary();
+    let command = format!("cd {} && {env} {} attach {}", project.display(), binary.display(), server.url);
+    let ui = Tmux::start(&format!("session-question-{}", std::process::id()), &command);
+    ui.wait_for("Ask anything");
+    ui.submit("set up storage");
+    let screen = ui.wait_for("↑↓ select  enter submit  esc dismiss");
+    assert!(screen.contains("Which database?"), "{screen}");
+    assert!(screen.contains("1. SQLite") && screen.contains("one file"), "{screen}");
+    assert!(screen.contains("2. PostgreSQL") && screen.contains("a server"), "{screen}");
+    assert!(screen.contains("3. Type your own answer"), "{screen}");
+    // The UI lists the waiting request from `GET /question` or its event: ours, for this call.
+    let waiting = get(&server, "/question");
+    assert_eq!(waiting[0]["questions"][0]["header"], "Database", "{waiting}");
+    // The second option, submitted.
+    ui.keys(&["Down"], false);
+    std::thread::sleep(Duration::from_millis(300));
+    ui.keys(&["Enter"], false);
+    ui.wait_for("Going with the answer.");
+    assert_eq!(get(&server, "/question"), serde_json::json!([]), "nothing waits any more");
+    ui.submit("/exit");
+    wait_until("the UI to exit", || !ui.alive());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_attach_answers_the_question_in_its_dialog() {
+    let provider = TestServer::start(Script::from_json(ASKS).unwrap()).await.unwrap();
+    let base_url = provider.base_url(session_llm::Api::OpenAiChat);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || drive_opencode(&path, &base_url)).await.unwrap();
+    assert_answer_reached_the_model(&provider, "PostgreSQL");
+    provider.shutdown().await;
 }
