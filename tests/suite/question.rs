@@ -139,9 +139,40 @@ async fn the_tui_dialog_shows_the_question_and_a_key_answers_it() {
     server.shutdown().await;
 }
 
-/// OpenCode's own UI, `opencode attach`, in tmux against `session serve`: the walk of
-/// `opencode_attach_answers_the_question_in_its_dialog`, off the async workers (it blocks).
-fn drive_opencode(dir: &Path, base_url: &str) {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tui_dialog_dismisses_the_question_with_esc() {
+    let server = TestServer::start(Script::from_json(ASKS).unwrap()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    crate::tui::project(dir.path(), &server);
+    let root = dir.path().to_path_buf();
+    let (code, raw) = tokio::task::spawn_blocking(move || {
+        let mut tui = Tui::start(&root, &[]);
+        tui.wait_for("Type a prompt");
+        tui.type_keys(b"set up storage\r");
+        tui.wait_for("1-9 or Enter picks");
+        tui.type_keys(b"\x1b");
+        tui.wait_for("The user dismissed this question");
+        tui.wait_for("│ idle");
+        let screen = tui.contents();
+        assert!(!screen.contains("1-9 or Enter picks"), "the dialog closed: {screen}");
+        tui.type_keys(b"\x03");
+        tui.wait_for("press Ctrl-C again to quit");
+        tui.type_keys(b"\x03");
+        tui.finish()
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(0), "{raw}");
+    // The dismissal ends the run: the model is not asked again.
+    let main = main_requests(&server);
+    assert_eq!(main.len(), 1, "{main:#?}");
+    server.shutdown().await;
+}
+
+/// OpenCode's own UI, `opencode attach`, in tmux against `session serve`: the model asks, the
+/// dialog shows, and the test picks the second option (or dismisses with Esc). Off the async
+/// workers (it blocks).
+fn drive_opencode(dir: &Path, base_url: &str, dismiss: bool) {
     use crate::opencode_tui::{Tmux, get, wait_until};
     let project = dir.join("project");
     session_e2e::mock_project_with(&project, base_url, 32_000, 4_000, serde_json::Map::new()).unwrap();
@@ -157,7 +188,7 @@ fn drive_opencode(dir: &Path, base_url: &str) {
     );
     let binary = crate::opencode_cli::opencode_binary();
     let command = format!("cd {} && {env} {} attach {}", project.display(), binary.display(), server.url);
-    let ui = Tmux::start(&format!("session-question-{}", std::process::id()), &command);
+    let ui = Tmux::start(&format!("session-question-{dismiss}-{}", std::process::id()), &command);
     ui.wait_for("Ask anything");
     ui.submit("set up storage");
     let screen = ui.wait_for("↑↓ select  enter submit  esc dismiss");
@@ -168,11 +199,30 @@ fn drive_opencode(dir: &Path, base_url: &str) {
     // The UI lists the waiting request from `GET /question` or its event: ours, for this call.
     let waiting = get(&server, "/question");
     assert_eq!(waiting[0]["questions"][0]["header"], "Database", "{waiting}");
-    // The second option, submitted.
-    ui.keys(&["Down"], false);
-    std::thread::sleep(Duration::from_millis(300));
-    ui.keys(&["Enter"], false);
-    ui.wait_for("Going with the answer.");
+    if dismiss {
+        ui.keys(&["Escape"], false);
+        wait_until("the call to fail as dismissed", || {
+            let sessions = get(&server, "/session");
+            let id = sessions[0]["id"].as_str().unwrap_or_default().to_owned();
+            let messages = get(&server, &format!("/session/{id}/message"));
+            messages.as_array().is_some_and(|m| {
+                m.iter().flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default()).any(|p| {
+                    p["tool"] == "question"
+                        && p["state"]["status"] == "error"
+                        && p["state"]["error"] == "The user dismissed this question"
+                })
+            })
+        });
+        // The dialog closed and the prompt, with its footer, is back.
+        wait_until("the dialog to close", || !ui.screen().contains("esc dismiss"));
+        ui.wait_for("ctrl+p commands");
+    } else {
+        // The second option, submitted.
+        ui.keys(&["Down"], false);
+        std::thread::sleep(Duration::from_millis(300));
+        ui.keys(&["Enter"], false);
+        ui.wait_for("Going with the answer.");
+    }
     assert_eq!(get(&server, "/question"), serde_json::json!([]), "nothing waits any more");
     ui.submit("/exit");
     wait_until("the UI to exit", || !ui.alive());
@@ -184,7 +234,20 @@ async fn opencode_attach_answers_the_question_in_its_dialog() {
     let base_url = provider.base_url(session_llm::Api::OpenAiChat);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_owned();
-    tokio::task::spawn_blocking(move || drive_opencode(&path, &base_url)).await.unwrap();
+    tokio::task::spawn_blocking(move || drive_opencode(&path, &base_url, false)).await.unwrap();
     assert_answer_reached_the_model(&provider, "PostgreSQL");
+    provider.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_attach_dismisses_the_question_with_esc() {
+    let provider = TestServer::start(Script::from_json(ASKS).unwrap()).await.unwrap();
+    let base_url = provider.base_url(session_llm::Api::OpenAiChat);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || drive_opencode(&path, &base_url, true)).await.unwrap();
+    // The dismissal ends the run: the model is not asked again.
+    let main = main_requests(&provider);
+    assert_eq!(main.len(), 1, "{main:#?}");
     provider.shutdown().await;
 }
