@@ -14,6 +14,7 @@ mod opencode_cli;
 mod opencode_tui;
 mod oracle;
 mod proc_environ;
+mod question;
 mod replay;
 mod run;
 mod run_format;

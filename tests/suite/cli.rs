@@ -47,7 +47,7 @@ fn closed_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-fn project_with(root: &Path, server: &TestServer) {
+pub(crate) fn project_with(root: &Path, server: &TestServer) {
     mock_project(&root.join("project"), &server.base_url(Api::OpenAiChat), 32_000, 4_000).unwrap();
 }
 
@@ -77,7 +77,7 @@ async fn issue_26_1_the_totals_line_sums_every_step_and_shows_the_context() {
 
 /// Runs `session ARGS` with stdin, stdout and stderr on one pseudo-terminal, as in a shell;
 /// `answer` is typed once `prompt` shows. Returns the exit code and everything the terminal got.
-fn on_a_terminal(
+pub(crate) fn on_a_terminal(
     root: &Path,
     args: &[&str],
     prompt: Option<&'static str>,

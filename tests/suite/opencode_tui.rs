@@ -24,7 +24,7 @@ use crate::opencode_cli::opencode_binary;
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A tmux server of its own (its own socket), killed with the test.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
@@ -36,7 +36,7 @@ impl Tmux {
     }
 
     /// Starts `shell_command` in a 150x45 window.
-    fn start(socket: &str, shell_command: &str) -> Self {
+    pub(crate) fn start(socket: &str, shell_command: &str) -> Self {
         let tmux = Self { socket: socket.to_owned() };
         let status = tmux
             .command()
@@ -48,13 +48,13 @@ impl Tmux {
     }
 
     /// The visible screen as text.
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let output = self.command().args(["capture-pane", "-p", "-t", "ui"]).output().unwrap();
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
     /// Waits until the screen shows `text`; panics with the screen when it does not.
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         let started = Instant::now();
         loop {
             let screen = self.screen();
@@ -67,7 +67,7 @@ impl Tmux {
     }
 
     /// Types `keys` (tmux key names, or literal text with `literal`).
-    fn keys(&self, keys: &[&str], literal: bool) {
+    pub(crate) fn keys(&self, keys: &[&str], literal: bool) {
         let mut command = self.command();
         command.args(["send-keys", "-t", "ui"]);
         if literal {
@@ -78,14 +78,14 @@ impl Tmux {
 
     /// Clears the prompt (an undo puts the reverted message back into it), types `text` and
     /// Enter, with a pause for the UI's autocomplete to settle.
-    fn submit(&self, text: &str) {
+    pub(crate) fn submit(&self, text: &str) {
         self.keys(&["C-u"], false);
         self.keys(&[text], true);
         std::thread::sleep(Duration::from_millis(500));
         self.keys(&["Enter"], false);
     }
 
-    fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         self.command().args(["has-session", "-t", "ui"]).status().is_ok_and(|s| s.success())
     }
 }
@@ -119,14 +119,14 @@ fn serve(dir: &Path, base_url: &str) -> (PathBuf, ServeProcess) {
 }
 
 /// `GET path` of the server (loopback needs no token for a server that made its own).
-fn get(server: &ServeProcess, path: &str) -> Value {
+pub(crate) fn get(server: &ServeProcess, path: &str) -> Value {
     let url = format!("{}{path}", server.url);
     let body = Command::new("curl").args(["-sf", &url]).output().unwrap();
     assert!(body.status.success(), "GET {path} failed");
     serde_json::from_slice(&body.stdout).unwrap()
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
         assert!(started.elapsed() < WAIT, "{what} never happened");

@@ -18,7 +18,7 @@ const COLS: u16 = 120;
 
 /// `session ARGS` on a pseudo-terminal of its own (no controlling terminal of the test's, so
 /// the size it reads is the pty's), with everything it wrote kept and the screen emulated.
-struct Tui {
+pub(crate) struct Tui {
     child: std::process::Child,
     master: std::fs::File,
     raw: Arc<Mutex<Vec<u8>>>,
@@ -27,7 +27,7 @@ struct Tui {
 }
 
 impl Tui {
-    fn start(root: &Path, args: &[&str]) -> Self {
+    pub(crate) fn start(root: &Path, args: &[&str]) -> Self {
         let size = nix::pty::Winsize { ws_row: ROWS, ws_col: COLS, ws_xpixel: 0, ws_ypixel: 0 };
         let pty = nix::pty::openpty(Some(&size), None).unwrap();
         // `setsid` leaves the test's controlling terminal behind: the UI only sees the pty.
@@ -71,12 +71,12 @@ impl Tui {
         Self { child, master, raw, screen, reader: Some(reader) }
     }
 
-    fn contents(&self) -> String {
+    pub(crate) fn contents(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
 
     /// Waits until the screen shows `text`; fails with the screen after 60 s.
-    fn wait_for(&self, text: &str) {
+    pub(crate) fn wait_for(&self, text: &str) {
         let start = Instant::now();
         loop {
             let contents = self.contents();
@@ -91,13 +91,13 @@ impl Tui {
         }
     }
 
-    fn type_keys(&mut self, bytes: &[u8]) {
+    pub(crate) fn type_keys(&mut self, bytes: &[u8]) {
         self.master.write_all(bytes).unwrap();
         self.master.flush().unwrap();
     }
 
     /// Waits for the exit (60 s at most); returns the code and everything written.
-    fn finish(mut self) -> (Option<i32>, String) {
+    pub(crate) fn finish(mut self) -> (Option<i32>, String) {
         let start = Instant::now();
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -127,7 +127,7 @@ impl Tui {
     }
 }
 
-fn project(root: &Path, server: &TestServer) {
+pub(crate) fn project(root: &Path, server: &TestServer) {
     let extra = json!({"model": "mock/m", "permission": {"edit": "ask"}});
     let serde_json::Value::Object(extra) = extra else { unreachable!() };
     let project = root.join("project");
