@@ -91,12 +91,16 @@ impl<W: Write> Renderer<W> {
                         return Ok(());
                     }
                     self.tool_states.insert(part.id.to_string(), status);
-                    let input = summarize_input(tool.state.input());
+                    // A tool whose input names no path or command shows its name alone.
+                    let input = match summarize_input(tool.state.input()) {
+                        text if text.is_empty() => text,
+                        text => format!(" {text}"),
+                    };
                     let line = match &tool.state {
                         ToolState::Pending { .. } => return Ok(()),
-                        ToolState::Running { .. } => format!("  -> {} {input}", tool.tool),
+                        ToolState::Running { .. } => format!("  -> {}{input}", tool.tool),
                         ToolState::Completed { title, .. } => format!("  ok {} {title}", tool.tool),
-                        ToolState::Error { error, .. } => format!("  !! {} {input}: {error}", tool.tool),
+                        ToolState::Error { error, .. } => format!("  !! {}{input}: {error}", tool.tool),
                     };
                     self.line_break()?;
                     writeln!(self.out, "{}", clean(&line))?;
