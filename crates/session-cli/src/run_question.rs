@@ -186,4 +186,24 @@ mod tests {
         assert_eq!(ask(&request, &mut "\n".as_bytes(), &mut Vec::new()).unwrap(), None);
         assert_eq!(ask(&request, &mut "".as_bytes(), &mut Vec::new()).unwrap(), None, "input ended");
     }
+
+    #[test]
+    fn escape_sequences_in_a_question_never_reach_the_terminal() {
+        let mut hostile = prompt(false);
+        hostile.question = "Which?\u{1b}]0;pwned\u{7}\u{1b}[2J".into();
+        hostile.header = "\u{1b}[31mColour".into();
+        hostile.options[0].label = "Red\u{1b}[8m".into();
+        hostile.options[0].description = "\u{9b}31mred".into();
+        let request = QuestionRequest {
+            id: QuestionId::new_unchecked("que_1"),
+            session_id: SessionId::new_unchecked("ses_1"),
+            questions: vec![hostile],
+            tool: None,
+        };
+        let mut shown = Vec::new();
+        ask(&request, &mut "2\n".as_bytes(), &mut shown).unwrap();
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(!shown.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{shown:?}");
+        assert!(shown.contains("Which?") && shown.contains("Green"), "{shown}");
+    }
 }

@@ -110,3 +110,19 @@ fn the_app_opens_answers_and_closes_dialogs_from_the_bus() {
     assert!(app.bus(&withdrawn));
     assert!(app.questions.is_empty());
 }
+
+#[test]
+fn escape_sequences_in_a_question_never_reach_the_screen() {
+    let mut hostile = prompt("Which?\u{1b}]0;pwned\u{7}\u{1b}[2J", false);
+    hostile.header = "\u{1b}[31mPick".to_owned();
+    hostile.options[0].label = "Red\u{1b}[8m".to_owned();
+    hostile.options[0].description = "\u{9b}31mred".to_owned();
+    let shown = dialog(vec![hostile]);
+    let text: String = shown
+        .lines(&crate::theme::Theme { color: false }, 80, 0)
+        .iter()
+        .flat_map(|line| line.spans.iter().map(|span| span.content.to_string()))
+        .collect();
+    assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{text:?}");
+    assert!(text.contains("Which?") && text.contains("Red"), "{text:?}");
+}
