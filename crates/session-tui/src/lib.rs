@@ -15,6 +15,7 @@
 //! binary passes the setup, `NO_COLOR` included.
 
 pub mod app;
+mod app_questions;
 mod asker;
 pub mod commands;
 pub mod complete;

@@ -1,12 +1,13 @@
 //! What a client answers or reaches through the runtime besides sessions: the permission asks
-//! its tools wait on and their replies, and the workspace they read and write in.
+//! and questions its tools wait on and their replies, and the workspace they read and write in.
 
 use std::sync::Arc;
 
 use session_core::permission::{PermissionAsk, Reply, Resolution};
-use session_core::{PermissionId, SessionId};
-use session_tools::{PermissionEngine, Workspace};
+use session_core::{PermissionId, QuestionId, SessionId};
+use session_tools::{PermissionEngine, QuestionAnswer, Workspace};
 
+use super::question::{QuestionNotFound, QuestionRequest, Questions};
 use super::runtime::Runtime;
 
 impl Runtime {
@@ -34,5 +35,32 @@ impl Runtime {
     /// The project folder the tools work in, with its pinned file access.
     pub fn workspace(&self) -> &Workspace {
         self.tools.workspace()
+    }
+}
+
+impl Runtime {
+    /// The questions waiting for an answer, in every session, oldest first (`GET /question`).
+    pub fn questions(&self) -> Vec<QuestionRequest> {
+        self.questions.list()
+    }
+
+    /// The table the `question` tool of this runtime asks through.
+    pub fn question_asker(&self) -> Arc<Questions> {
+        self.questions.clone()
+    }
+
+    /// Answers a waiting question; publishes `question.replied`.
+    pub fn reply_question(
+        &self,
+        id: &QuestionId,
+        answers: Vec<QuestionAnswer>,
+    ) -> Result<(), QuestionNotFound> {
+        self.questions.reply(id, answers)
+    }
+
+    /// Dismisses a waiting question; publishes `question.rejected`, and the asking call fails
+    /// (which stops the loop as a rejected permission does).
+    pub fn reject_question(&self, id: &QuestionId) -> Result<(), QuestionNotFound> {
+        self.questions.reject(id)
     }
 }

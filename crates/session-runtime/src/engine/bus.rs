@@ -1,15 +1,33 @@
 //! The in-process event bus (SPEC 14): every change a client may show, in order.
 
+use serde::{Deserialize, Serialize};
+use session_core::permission::ToolCallRef;
 use session_core::{
     AssistantMessage, FileDiff, Message, MessageError, MessageId, Part, PartId, PermissionId, QuestionId,
     SessionId, permission::PermissionAsk, permission::Reply, permission::Resolution,
 };
 use session_store::Session;
+use session_tools::QuestionPrompt;
 use session_tools::Todo;
 use tokio::sync::broadcast;
 
-use super::question::QuestionRequest;
 use super::status::SessionStatus;
+
+/// A question waiting for its answer (the payload of `question.asked`, OpenCode's
+/// `QuestionRequest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionRequest {
+    /// The question's id (`que_...`).
+    pub id: QuestionId,
+    /// The asking session.
+    #[serde(rename = "sessionID")]
+    pub session_id: SessionId,
+    /// The questions, in order.
+    pub questions: Vec<QuestionPrompt>,
+    /// The tool call asking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolCallRef>,
+}
 
 /// One bus event: a plain Rust value. What clients read of it (OpenCode's `/event` shapes, the
 /// lines of `run --format events`) is built from it in the `wire` module.

@@ -7,32 +7,16 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use session_core::permission::{QuestionRejectedError, ToolCallRef};
-use session_core::{Clock, IdSource, QuestionId, SessionId};
+use session_core::permission::QuestionRejectedError;
+use session_core::{Clock, IdSource, QuestionId};
 use session_store::SystemClock;
-use session_tools::{QuestionAnswer, QuestionAsk, QuestionAsker, QuestionPrompt};
+use session_tools::{QuestionAnswer, QuestionAsk, QuestionAsker};
 use tokio::sync::oneshot;
 
 use super::bus::{Bus, BusEvent};
 use super::clock::random_entropy;
-use super::runtime::Runtime;
 
-/// A question waiting for its answer (the payload of `question.asked`, OpenCode's
-/// `QuestionRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QuestionRequest {
-    /// The question's id (`que_...`).
-    pub id: QuestionId,
-    /// The asking session.
-    #[serde(rename = "sessionID")]
-    pub session_id: SessionId,
-    /// The questions, in order.
-    pub questions: Vec<QuestionPrompt>,
-    /// The tool call asking.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<ToolCallRef>,
-}
+pub use super::bus::QuestionRequest;
 
 /// A reply or rejection named a question that is not waiting (answered, withdrawn, unknown).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -169,35 +153,11 @@ impl QuestionAsker for Questions {
     }
 }
 
-impl Runtime {
-    /// The questions waiting for an answer, in every session, oldest first (`GET /question`).
-    pub fn questions(&self) -> Vec<QuestionRequest> {
-        self.questions.list()
-    }
-
-    /// The table the `question` tool of this runtime asks through.
-    pub fn question_asker(&self) -> Arc<Questions> {
-        self.questions.clone()
-    }
-
-    /// Answers a waiting question; publishes `question.replied`.
-    pub fn reply_question(
-        &self,
-        id: &QuestionId,
-        answers: Vec<QuestionAnswer>,
-    ) -> Result<(), QuestionNotFound> {
-        self.questions.reply(id, answers)
-    }
-
-    /// Dismisses a waiting question; publishes `question.rejected`, and the asking call fails
-    /// (which stops the loop as a rejected permission does).
-    pub fn reject_question(&self, id: &QuestionId) -> Result<(), QuestionNotFound> {
-        self.questions.reject(id)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use session_core::SessionId;
+    use session_tools::QuestionPrompt;
+
     use super::*;
 
     fn ask(session: &str) -> QuestionAsk {

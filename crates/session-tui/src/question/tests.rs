@@ -1,8 +1,10 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use session_core::{QuestionId, SessionId};
+use session_runtime::BusEvent;
 use session_runtime::questions::{QuestionOption, QuestionPrompt};
 
 use super::*;
+use crate::app::{App, Effect};
 
 fn prompt(question: &str, multiple: bool) -> QuestionPrompt {
     QuestionPrompt {
